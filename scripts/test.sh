@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Runs every test of Atelier: formatting and vet, the Go tests (with the race detector on the
+# pure-Go packages), the interop tests against the official npm capnweb client, and a short
+# fuzzing pass over each fuzz target. Installs what a fresh machine lacks first.
+#
+#   scripts/test.sh             everything (about 10 minutes on 2 cores)
+#   FUZZTIME=0 scripts/test.sh  skip the fuzzing pass (seed corpora still run as tests)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+unset RUST_BACKTRACE
+
+step() { printf '==> %s\n' "$*"; }
+
+scripts/setup.sh --deps
+
+step "gofmt"
+unformatted=$(gofmt -l $(git ls-files -co --exclude-standard -- '*.go'))
+if [ -n "$unformatted" ]; then
+  printf 'gofmt would change:\n%s\n' "$unformatted" >&2
+  exit 1
+fi
+
+step "go vet"
+go vet ./...
+
+step "go test"
+go test -count=1 -timeout 20m ./...
+
+step "go test -race (pure-Go packages)"
+go test -count=1 -race -timeout 10m ./capnweb/... ./host/capability/...
+
+fuzztime=${FUZZTIME:-10s}
+if [ "$fuzztime" != 0 ]; then
+  # Each fuzz target runs for a short while on top of its seed corpus.
+  while read -r pkg target; do
+    step "fuzz $pkg $target ($fuzztime)"
+    go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg"
+  done < <(grep -rl --include='*_test.go' -E '^func Fuzz' . | while read -r f; do
+      pkg="./$(dirname "${f#./}")"
+      grep -oE '^func (Fuzz[A-Za-z0-9_]+)' "$f" | awk -v p="$pkg" '{print p, $2}'
+    done | sort -u)
+fi
+step "all tests passed"
