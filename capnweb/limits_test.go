@@ -1,0 +1,288 @@
+package capnweb_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"atelier/capnweb"
+	"atelier/tests/capnweb/conformance/api"
+)
+
+// rawPeer is a hand-driven peer talking to a Go server session over a pipe.
+type rawPeer struct {
+	t      *testing.T
+	tr     capnweb.Transport
+	server *capnweb.Session
+}
+
+func newRawPeer(t *testing.T, main any, lim capnweb.Limits) *rawPeer {
+	serverEnd, clientEnd := capnweb.Pipe()
+	s := capnweb.NewSession(serverEnd, capnweb.Options{Main: main, Limits: lim})
+	t.Cleanup(func() { s.Close() })
+	return &rawPeer{t: t, tr: clientEnd, server: s}
+}
+
+func (p *rawPeer) send(msgs ...string) {
+	for _, m := range msgs {
+		if err := p.tr.WriteMessage([]byte(m)); err != nil {
+			p.t.Fatal(err)
+		}
+	}
+}
+
+// next returns the next message from the server, or "" if the session ended.
+func (p *rawPeer) next() string {
+	type res struct {
+		m   []byte
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		m, err := p.tr.ReadMessage()
+		ch <- res{m, err}
+	}()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			return ""
+		}
+		return string(r.m)
+	case <-time.After(5 * time.Second):
+		p.t.Fatal("no message from server")
+		return ""
+	}
+}
+
+// expectAbort checks that the server aborts with a message containing want and then ends.
+func (p *rawPeer) expectAbort(want string) {
+	p.t.Helper()
+	m := p.next()
+	for strings.HasPrefix(m, `["release",`) { // references decoded before the error are dropped
+		m = p.next()
+	}
+	if !strings.HasPrefix(m, `["abort",["error","Error","bad RPC message: `) || !strings.Contains(m, want) {
+		p.t.Fatalf("got %q, want an abort mentioning %q", m, want)
+	}
+	select {
+	case <-p.server.Done():
+	case <-time.After(5 * time.Second):
+		p.t.Fatal("session did not end after abort")
+	}
+	// Calls that were running finish on their own and drop their references.
+	waitFor(p.t, func() bool { return p.server.Stats() == capnweb.Stats{} },
+		func() string { return fmt.Sprintf("tables not empty after abort: %+v", p.server.Stats()) })
+}
+
+func TestBadMessagesAbort(t *testing.T) {
+	for _, c := range []struct{ name, msgs, want string }{
+		{"invalid JSON", `not json`, "invalid JSON"},
+		{"object", `{}`, "{}"},
+		{"empty array", `[]`, "[]"},
+		{"unknown type", `["bogus",1]`, "bogus"},
+		{"push without expression", `["push"]`, "push"},
+		{"pull of unknown id", `["pull",99]`, "pull of unknown export id 99"},
+		{"release of unknown id", `["release",99,1]`, "release of unknown export id 99"},
+		{"release more than held", `["release",0,5]`, "release of 5 references to export 0"},
+		{"fractional id", `["pull",1.5]`, "bad id"},
+		{"zero release count", `["release",0,0]`, "bad release count"},
+		{"call on unknown id", `["push",["pipeline",42,["x"],[]]]`, "unknown export id 42"},
+		{"bad value in args", `["push",["pipeline",0,["echo"],[["bogus"]]]]`, "unknown special value"},
+		{"bare array arg", `["push",["pipeline",0,["echo"],[[1,2]]]]`, "unknown special value"},
+		{"bad value in resolve", `["resolve",1,["bogus"]]`, "unknown special value"},
+		{"positive export id", `["push",["pipeline",0,["echo"],[["export",3]]]]`, "must be negative"},
+		{"stream without expression", `["stream"]`, "stream"},
+		{"pipe with argument", `["pipe",1]`, "pipe"},
+		{"readable of a non-pipe", `["push",["pipeline",0,["echo"],[["readable",0]]]]`, "not a pipe"},
+		{"readable twice", "[\"pipe\"]\n[\"push\",[\"pipeline\",0,[\"echo\"],[[\"readable\",1],[\"readable\",1]]]]", "pipe handed over twice"},
+		{"writable value", `["push",["pipeline",0,["echo"],[["writable",-1]]]]`, "not supported"},
+		{"too deep", `["push",` + strings.Repeat("[[", 200) + strings.Repeat("]]", 200) + `]`, "nesting depth"},
+		{"too big", `["push","` + strings.Repeat("x", 2<<20) + `"]`, "exceeds the limit"},
+		{"bad remap", `["push",["remap",0,[],[],[]]]`, "bad remap"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := newRawPeer(t, &api.API{}, capnweb.Limits{MaxMessageSize: 1 << 20})
+			p.send(strings.Split(c.msgs, "\n")...)
+			p.expectAbort(c.want)
+		})
+	}
+}
+
+func TestTableLimits(t *testing.T) {
+	t.Run("exports", func(t *testing.T) {
+		p := newRawPeer(t, &api.API{}, capnweb.Limits{MaxExports: 4})
+		for range 4 {
+			p.send(`["push",["pipeline",0,["hello"],["x"]]]`)
+		}
+		p.expectAbort("export table is full")
+	})
+	t.Run("imports", func(t *testing.T) {
+		p := newRawPeer(t, &api.API{}, capnweb.Limits{MaxImports: 2})
+		p.send(`["push",["pipeline",0,["echo"],[[[["export",-1],["export",-2],["export",-3],["export",-4]]]]]]`)
+		p.expectAbort("import table is full")
+	})
+}
+
+// blocker is a target whose Wait method blocks until released.
+type blocker struct {
+	capnweb.Target
+	release chan struct{}
+}
+
+// Wait blocks until the test releases it.
+func (b *blocker) Wait() string { <-b.release; return "done" }
+
+func TestPendingCallLimit(t *testing.T) {
+	b := &blocker{release: make(chan struct{})}
+	p := newRawPeer(t, b, capnweb.Limits{MaxPendingCalls: 2})
+	p.send(`["push",["pipeline",0,["wait"],[]]]`, `["push",["pipeline",0,["wait"],[]]]`,
+		`["push",["pipeline",0,["wait"],[]]]`, `["pull",3]`)
+	if m := p.next(); m != `["reject",3,["error","RangeError","too many calls in progress (limit 2)"]]` {
+		t.Fatalf("got %s", m)
+	}
+	close(b.release)
+	p.send(`["pull",1]`)
+	if m := p.next(); m != `["resolve",1,"done"]` {
+		t.Fatalf("got %s", m)
+	}
+}
+
+func TestDisposedStub(t *testing.T) {
+	a, b := capnweb.Pipe()
+	server := capnweb.NewSession(a, capnweb.Options{Main: &api.API{}})
+	defer server.Close()
+	client := capnweb.NewSession(b, capnweb.Options{})
+	defer client.Close()
+	ctx := context.Background()
+	main := client.Main()
+	c, err := capnweb.AwaitAs[*capnweb.Stub](ctx, main.Call(ctx, "makeCounter", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Dispose()
+	c.Dispose() // idempotent
+	if _, err := c.Call(ctx, "increment").Await(ctx); !errors.Is(err, capnweb.ErrDisposed) {
+		t.Fatalf("call on disposed stub: %v", err)
+	}
+	p := main.Call(ctx, "hello", "x")
+	p.Dispose()
+	if _, err := p.Await(ctx); !errors.Is(err, capnweb.ErrDisposed) {
+		t.Fatalf("await of disposed promise: %v", err)
+	}
+}
+
+func TestBrokenStub(t *testing.T) {
+	a, b := capnweb.Pipe()
+	server := capnweb.NewSession(a, capnweb.Options{Main: &api.API{}})
+	client := capnweb.NewSession(b, capnweb.Options{})
+	defer client.Close()
+	main := client.Main()
+	broken := make(chan error, 1)
+	main.OnBroken(func(err error) { broken <- err })
+	server.Close()
+	select {
+	case err := <-broken:
+		if err == nil {
+			t.Fatal("nil error")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("OnBroken not called")
+	}
+	if _, err := main.Call(context.Background(), "hello", "x").Await(context.Background()); err == nil {
+		t.Fatal("call on broken session succeeded")
+	}
+}
+
+func TestWebSocketBinaryFrameAborts(t *testing.T) {
+	hs := httptest.NewServer(http.HandlerFunc(newServer(nil).ServeWebSocket))
+	defer hs.Close()
+	c, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(hs.URL, "http"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.WriteMessage(websocket.BinaryMessage, []byte(`["pull",0]`)); err != nil {
+		t.Fatal(err)
+	}
+	_, m, err := c.ReadMessage()
+	if err != nil || !strings.Contains(string(m), "binary WebSocket frames are not allowed") {
+		t.Fatalf("got %q %v", m, err)
+	}
+	_, _, err = c.ReadMessage()
+	var ce *websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != 3000 {
+		t.Fatalf("want close 3000, got %v", err)
+	}
+}
+
+func TestOriginCheck(t *testing.T) {
+	hs := httptest.NewServer(http.HandlerFunc(newServer(nil).ServeWebSocket))
+	defer hs.Close()
+	url := "ws" + strings.TrimPrefix(hs.URL, "http")
+	_, resp, err := websocket.DefaultDialer.Dial(url, http.Header{"Origin": {"https://evil.example"}})
+	if err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("cross-origin upgrade: %v %v", resp, err)
+	}
+	c, _, err := websocket.DefaultDialer.Dial(url, http.Header{"Origin": {hs.URL}})
+	if err != nil {
+		t.Fatalf("same-origin upgrade refused: %v", err)
+	}
+	c.Close()
+}
+
+func TestBatchMethodAndOrigin(t *testing.T) {
+	hs := httptest.NewServer(http.HandlerFunc(newServer(nil).ServeBatch))
+	defer hs.Close()
+	resp, err := http.Get(hs.URL)
+	if err != nil || resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Fatalf("GET: %v %v", resp, err)
+	}
+	req, _ := http.NewRequest(http.MethodPost, hs.URL, strings.NewReader(`["push",["pipeline",0,["hello"],["x"]]]`))
+	req.Header.Set("Origin", "https://evil.example")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("cross-origin batch: %v %v", resp, err)
+	}
+}
+
+// TestNoGoroutineLeak runs many sessions over pipes and WebSockets and checks that every
+// goroutine they started has ended once they are closed.
+func TestNoGoroutineLeak(t *testing.T) {
+	hs := httptest.NewServer(http.HandlerFunc(newServer(nil).ServeWebSocket))
+	url := "ws" + strings.TrimPrefix(hs.URL, "http")
+	before := runtime.NumGoroutine()
+	for i := range 10 {
+		for _, sc := range wsScenarios {
+			checkScenario(t, sc, false, func() *capnweb.Session {
+				if i%2 == 0 {
+					a, b := capnweb.Pipe()
+					s := capnweb.NewSession(a, capnweb.Options{Main: &api.API{}})
+					t.Cleanup(func() { s.Close() })
+					return capnweb.NewSession(b, capnweb.Options{})
+				}
+				s, err := capnweb.DialWebSocket(context.Background(), url, capnweb.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return s
+			}, nil)
+		}
+	}
+	hs.CloseClientConnections()
+	waitFor(t, func() bool { return runtime.NumGoroutine() <= before },
+		func() string { return "goroutines still running:\n" + goroutineDump() })
+	hs.Close()
+}
+
+func goroutineDump() string {
+	buf := make([]byte, 1<<20)
+	return string(buf[:runtime.Stack(buf, true)])
+}

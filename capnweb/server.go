@@ -1,0 +1,81 @@
+package capnweb
+
+import (
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Server serves Cap'n Web sessions over WebSocket (ServeWebSocket) and HTTP batch (ServeBatch).
+// Both are plain net/http handlers; see package capnwebgin for gin.
+type Server struct {
+	// NewMain returns the main object for a new session (called once per WebSocket connection
+	// or batch request). An error refuses the request with 500.
+	NewMain func(r *http.Request) (any, error)
+	// Options is the template for every session; Main and Peer are filled in per session.
+	Options Options
+	// CheckOrigin decides whether a request from a browser page of another origin is allowed.
+	// Nil allows only requests without an Origin header or from the server's own origin. See
+	// AllowOrigins and AllowAnyOrigin.
+	CheckOrigin func(r *http.Request) bool
+	// BatchTimeout bounds how long a batch request may run (0 means 30s).
+	BatchTimeout time.Duration
+	// OnSession, if set, is called with every WebSocket session when it starts.
+	OnSession func(*Session)
+}
+
+// AllowAnyOrigin is a CheckOrigin that accepts every origin. Use it only when authentication
+// happens in-band (an RPC that returns an authenticated object), never with cookies.
+func AllowAnyOrigin(*http.Request) bool { return true }
+
+// AllowOrigins returns a CheckOrigin accepting requests without an Origin header, from the
+// server's own origin, and from the listed origins (e.g. "https://app.example.com").
+func AllowOrigins(origins ...string) func(*http.Request) bool {
+	return func(r *http.Request) bool {
+		return sameOrigin(r) || slices.Contains(origins, r.Header.Get("Origin"))
+	}
+}
+
+// sameOrigin accepts a missing Origin header or one whose host is the request's host.
+func sameOrigin(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	return err == nil && strings.EqualFold(u.Host, r.Host)
+}
+
+// sessionOptions checks the origin, creates the main object and returns the session options; it
+// answers the request itself when it returns false.
+func (srv *Server) sessionOptions(w http.ResponseWriter, r *http.Request, transport string) (Options, bool) {
+	check := srv.CheckOrigin
+	if check == nil {
+		check = sameOrigin
+	}
+	if !check(r) {
+		http.Error(w, "origin not allowed", http.StatusForbidden)
+		return Options{}, false
+	}
+	opts := srv.Options
+	opts.Peer = PeerInfo{Transport: transport, RemoteAddr: r.RemoteAddr, Header: r.Header.Clone()}
+	opts.Main = nil
+	if srv.NewMain != nil {
+		m, err := srv.NewMain(r)
+		if err != nil {
+			http.Error(w, "cannot start session", http.StatusInternalServerError)
+			return Options{}, false
+		}
+		opts.Main = m
+	}
+	return opts, true
+}
+
+// disposeMain disposes a main object whose session never started.
+func disposeMain(m any) {
+	if d, ok := m.(Disposer); ok {
+		d.Dispose()
+	}
+}

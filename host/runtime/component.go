@@ -1,0 +1,168 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"atelier/host/runtime/internal/capi"
+	"atelier/host/runtime/wit"
+)
+
+// Component is a compiled component with its audit. It is safe for concurrent use and can be
+// instantiated any number of times.
+type Component struct {
+	c      *capi.Component
+	closed atomic.Bool
+
+	// Reflecting the type is slower than loading a cached artifact, so it happens once, on
+	// first use; everything below is set by reflect and read-only afterwards.
+	once  sync.Once
+	audit *Audit
+
+	// imports maps "iface#func" (unversioned iface) to the imported function's type.
+	imports map[string]*wit.FuncType
+	// exports maps every accepted spelling of an exported function to its location.
+	exports map[string]export
+	// wasi is set when the component imports any wasi:* interface; hostIfaces lists its other
+	// imported interfaces (unversioned).
+	wasi       bool
+	hostIfaces []string
+}
+
+type export struct {
+	name string   // canonical spelling, for messages
+	path []string // as capi.Component.Export wants it
+	ft   *wit.FuncType
+}
+
+// Compile compiles a component from its binary or WAT text, or loads its compiled artifact
+// from the cache when an earlier Compile stored one for the same bytes and engine settings.
+func (rt *Runtime) Compile(ctx context.Context, src []byte) (*Component, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if rt.closed.Load() {
+		return nil, ErrClosed
+	}
+	c, err := rt.load(src)
+	if err != nil {
+		return nil, fmt.Errorf("compile component: %w", err)
+	}
+	return &Component{c: c}, nil
+}
+
+// reflected returns comp after making sure its type has been reflected.
+func (comp *Component) reflected() *Component {
+	comp.once.Do(comp.reflect)
+	return comp
+}
+
+func (comp *Component) reflect() {
+	imports, exports := comp.c.Items()
+	comp.audit = &Audit{Imports: imports, Exports: exports}
+	comp.imports = make(map[string]*wit.FuncType)
+	comp.exports = make(map[string]export)
+	for _, it := range imports {
+		iface := it.Interface()
+		if isWASI(iface) {
+			comp.wasi = true
+			continue
+		}
+		if it.Kind == wit.ItemInstance {
+			comp.hostIfaces = append(comp.hostIfaces, iface)
+			for _, f := range it.Exports {
+				if f.Kind == wit.ItemFunc {
+					comp.imports[iface+"#"+f.Name] = f.Func
+				}
+			}
+		}
+	}
+	for _, it := range exports {
+		switch it.Kind {
+		case wit.ItemFunc:
+			comp.exports[it.Name] = export{name: it.Name, path: []string{it.Name}, ft: it.Func}
+		case wit.ItemInstance:
+			for _, f := range it.Exports {
+				if f.Kind != wit.ItemFunc {
+					continue
+				}
+				e := export{name: it.Name + "#" + f.Name, path: []string{it.Name, f.Name}, ft: f.Func}
+				comp.exports[e.name] = e
+				comp.exports[it.Interface()+"#"+f.Name] = e
+			}
+		}
+	}
+}
+
+// Audit returns the component's imports and exports, read from its type.
+func (c *Component) Audit() *Audit { return c.reflected().audit }
+
+// Close releases the compiled code once no instance uses it any more. Idempotent.
+func (c *Component) Close() {
+	if c.closed.CompareAndSwap(false, true) {
+		c.c.Close()
+	}
+}
+
+func (c *Component) export(name string) (export, *capi.ExportIndex, error) {
+	e, ok := c.reflected().exports[name]
+	if !ok {
+		return export{}, nil, fmt.Errorf("%w: %q", ErrNoExport, name)
+	}
+	idx, ok := c.c.Export(e.path...)
+	if !ok {
+		return export{}, nil, fmt.Errorf("%w: %q", ErrNoExport, name)
+	}
+	return e, idx, nil
+}
+
+// Audit lists what a component imports and exports, with WIT-like signatures. It is what
+// `atelier inspect` prints, and what grants are checked against before instantiation.
+type Audit struct {
+	Imports []wit.Item
+	Exports []wit.Item
+}
+
+// Check reports whether grants (see WASIBaseline) cover every import of the component, given
+// the host interfaces of rt. It returns nil or *UngrantedImportError / *UnprovidedImportError
+// values joined with errors.Join.
+func (a *Audit) Check(rt *Runtime, grants []string) error {
+	return CheckGrants(a.Imports, grants, func(iface string) bool { _, ok := rt.ifaces[iface]; return ok })
+}
+
+// Lines renders one line per function, type and resource, instance members flattened as
+// `instance.member`: `import atelier:host/kv@0.1.0.get: func(key: string) -> ...`.
+func (a *Audit) Lines() []string {
+	var out []string
+	for _, it := range a.Imports {
+		out = appendItem(out, "import ", it)
+	}
+	for _, it := range a.Exports {
+		out = appendItem(out, "export ", it)
+	}
+	return out
+}
+
+func appendItem(out []string, prefix string, it wit.Item) []string {
+	switch it.Kind {
+	case wit.ItemInstance:
+		if len(it.Exports) == 0 {
+			return append(out, prefix+it.Name+": instance {}")
+		}
+		for _, sub := range it.Exports {
+			out = appendItem(out, prefix+it.Name+".", sub)
+		}
+		return out
+	case wit.ItemFunc:
+		return append(out, prefix+it.Name+": "+it.Func.String())
+	case wit.ItemType:
+		return append(out, prefix+it.Name+": type "+it.Type.Definition())
+	}
+	return append(out, prefix+it.Name+": "+it.Kind.String())
+}
+
+// String renders Lines, one per line.
+func (a *Audit) String() string { return strings.Join(a.Lines(), "\n") }

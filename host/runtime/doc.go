@@ -1,0 +1,69 @@
+// Package runtime runs WebAssembly components on Wasmtime with only the capabilities they were
+// granted. It knows components, grants, limits and values; nothing of users, workspaces,
+// storage or RPC.
+//
+// # Use
+//
+//	rt, err := runtime.New(runtime.Config{CacheDir: dir, Interfaces: []runtime.HostInterface{
+//		log.New(), clock.New(time.Now), kv.New(kv.Limits{}), events.New(events.NewBus(), events.Limits{}),
+//	}})
+//	defer rt.Close()
+//	comp, err := rt.Compile(ctx, wasmOrWAT)        // cached on disk by content + engine
+//	fmt.Println(comp.Audit())                      // every import/export with its signature
+//	inst, err := rt.Instantiate(ctx, comp, runtime.InstanceConfig{
+//		Name:    "gadget-42",
+//		Grants:  append(runtime.WASIBaseline(), "atelier:host/kv", "atelier:host/log"),
+//		Limits:  runtime.Limits{Timeout: time.Second, MaxMemory: 64 << 20},
+//		Console: func(l runtime.ConsoleLine) { ... },
+//	})
+//	res, err := inst.Call(ctx, "atelier:gadget/api#hello", "world")
+//
+// A Slot (rt.NewSlot) wraps the last two steps and replaces a retired instance on the next call.
+//
+// # Ownership and concurrency
+//
+// One Runtime per process owns the Wasmtime engine (epoch interruption, parallel compilation,
+// a 4 MiB guest stack, optional fuel and pooling allocator), the epoch ticker goroutine, the
+// artifact cache and one shared linker per combination of host interfaces. Runtime and
+// Component are safe for concurrent use. An Instance owns one Wasmtime store; its calls are
+// serialised by a mutex, so many instances run in parallel on many goroutines but one instance
+// runs one call at a time. Close instances before their component's Runtime.
+//
+// All cgo lives in internal/capi; this package is plain Go over it. Package wit (pure Go) holds
+// the type model and the value conversion, testable without Wasmtime.
+//
+// # Grants
+//
+// Grants are unversioned interface names: "atelier:host/kv", "wasi:cli/stdout". Before an
+// instance is created, every import of the component is checked (CheckGrants): an import not
+// granted is refused with *UngrantedImportError naming the import and the grant that would
+// allow it; a granted interface that nothing provides is refused with *UnprovidedImportError.
+// WASIBaseline lists the harmless WASI interfaces a caller may grant; wasi:sockets is never in
+// it. Host interfaces are defined on an instance's linker only when the component imports them
+// (and was granted them). WASI is linked as a whole (Wasmtime's C API cannot link single WASI
+// interfaces) only for components that import WASI, and every store's WASI context has no
+// arguments, no environment, no stdin, no preopened directory and no network access; stdout and
+// stderr are split into lines and go to InstanceConfig.Console.
+//
+// # Limits
+//
+// Each call (and instantiation) has a wall-clock deadline (Limits.Timeout or the context's,
+// whichever is first; context cancellation also interrupts), enforced by epoch interruption
+// with Config.EpochTick resolution. Linear memories are capped by Limits.MaxMemory; fuel
+// (Limits.Fuel) needs Config.Fuel. A guest that traps, runs past its deadline, exhausts its
+// fuel or is refused memory at instantiation is retired: the call returns a *TrapError whose
+// Kind (ErrTrap, ErrDeadline, ErrFuel, ErrMemory) errors.Is matches, with the guest backtrace.
+//
+// Known limit of the C API: when the memory cap refuses a memory.grow at run time, Wasmtime
+// hands the guest -1 (standard Wasm semantics) and tells the host nothing; a guest that then
+// traps is reported as ErrTrap, not ErrMemory. ErrMemory is reported when instantiation needs
+// more memory than the cap.
+//
+// # Values
+//
+// Calls and host functions take and return JSON-ish Go values; package wit documents the
+// mapping for every WIT type (records are map[string]any, list<u8> is []byte, option is nil or
+// the value, results and variants are small maps, and so on). Additionally, at the function
+// boundary a WIT `result` is unwrapped: Instance.Call returns the ok payload or a *ResultError
+// with the err payload, and a host function returns the ok payload or Fail(errPayload).
+package runtime

@@ -1,0 +1,368 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"sync"
+	"time"
+
+	"atelier/host/runtime/internal/capi"
+	"atelier/host/runtime/wit"
+)
+
+// InstanceConfig configures one instance.
+type InstanceConfig struct {
+	// Name identifies the instance in console lines and to host functions (a gadget ID, say).
+	Name string
+	// Grants are the unversioned interface names the instance may import, for example
+	// "atelier:host/kv" or "wasi:cli/stdout" (see WASIBaseline). Anything else is refused.
+	Grants []string
+	// Limits bound each call and the instance's memory.
+	Limits Limits
+	// Console receives the guest's stdout and stderr, split into lines, and atelier:host/log
+	// lines. It runs on the calling goroutine and must not block; nil drops the output.
+	Console func(ConsoleLine)
+	// Bind hands per-instance values to capabilities, keyed by grant ("atelier:host/kv" ->
+	// the gadget's store); see HostInterface.NewState.
+	Bind map[string]any
+}
+
+// Limits bound what a guest may use. Zero fields take their defaults.
+type Limits struct {
+	// Timeout is the wall-clock limit of one call (and of instantiation), default
+	// DefaultTimeout; a shorter context deadline wins. Resolution is Config.EpochTick.
+	Timeout time.Duration
+	// MaxMemory caps the bytes of each linear memory (default DefaultMaxMemory).
+	MaxMemory int64
+	// Fuel is the fuel each call may burn (0 = unlimited); needs Config.Fuel.
+	Fuel uint64
+}
+
+// Instance is a live component instance. Calls are serialised by a mutex (a Wasmtime store is
+// single-threaded), so an Instance may be shared between goroutines.
+//
+// A call that traps, runs past its deadline, exhausts its fuel or its memory cap retires the
+// instance: that call returns a *TrapError, later calls return ErrRetired, and the caller makes
+// a new instance (Slot does this automatically).
+type Instance struct {
+	rt   *Runtime
+	comp *Component
+	cfg  InstanceConfig
+
+	mu      sync.Mutex // guards everything below, and the store
+	store   *capi.Store
+	inst    *capi.Instance
+	funcs   map[string]boundFunc // by the name callers use
+	states  map[string]any
+	outputs []*lineWriter
+	retired error
+	closed  bool
+
+	// Set only while a call (or instantiation) runs.
+	callCtx  context.Context
+	deadline time.Time
+	timedOut bool
+	hostErr  error
+	// armed is the Runtime.epoch value at which the store's epoch deadline next fires.
+	armed uint64
+}
+
+// Instantiate checks the component's imports against cfg.Grants and creates an instance.
+// A refused import is reported before anything runs, as *UngrantedImportError or
+// *UnprovidedImportError (joined when there are several).
+func (rt *Runtime) Instantiate(ctx context.Context, comp *Component, cfg InstanceConfig) (*Instance, error) {
+	if err := comp.Audit().Check(rt, cfg.Grants); err != nil {
+		return nil, fmt.Errorf("instantiate %s: %w", cfg.Name, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	linker, err := rt.linker(comp.wasi, slicesClone(comp.hostIfaces))
+	if err != nil {
+		return nil, fmt.Errorf("instantiate %s: %w", cfg.Name, err)
+	}
+	cfg.Limits = cfg.Limits.withDefaults()
+	in := &Instance{rt: rt, comp: comp, cfg: cfg, funcs: make(map[string]boundFunc), states: make(map[string]any)}
+	stdout, stderr := &lineWriter{inst: in, stream: "stdout"}, &lineWriter{inst: in, stream: "stderr"}
+	in.outputs = []*lineWriter{stdout, stderr}
+	in.store, err = capi.NewStore(rt.eng, capi.StoreConfig{
+		MemoryLimit: cfg.Limits.MaxMemory,
+		Stdout:      stdout,
+		Stderr:      stderr,
+		OnDeadline:  in.beforeDeadline,
+		Owner:       in,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("instantiate %s: %w", cfg.Name, err)
+	}
+	for _, iface := range comp.hostIfaces {
+		hi := rt.ifaces[iface]
+		if hi.NewState == nil {
+			continue
+		}
+		st, err := hi.NewState(InstanceInfo{Name: cfg.Name, Bind: cfg.Bind[iface]})
+		if err != nil {
+			in.release()
+			return nil, fmt.Errorf("instantiate %s: state for %s: %w", cfg.Name, iface, err)
+		}
+		in.states[iface] = st
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if err := in.begin(ctx); err != nil {
+		in.release()
+		return nil, err
+	}
+	in.inst, err = linker.Instantiate(in.store, comp.c)
+	if err != nil {
+		terr := in.classify("", err)
+		in.end()
+		in.release()
+		return nil, fmt.Errorf("instantiate %s: %w", cfg.Name, terr)
+	}
+	in.end()
+	return in, nil
+}
+
+func slicesClone(s []string) []string { return append([]string(nil), s...) }
+
+func (l Limits) withDefaults() Limits {
+	if l.Timeout <= 0 {
+		l.Timeout = DefaultTimeout
+	}
+	if l.MaxMemory <= 0 {
+		l.MaxMemory = DefaultMaxMemory
+	}
+	return l
+}
+
+// Call calls the exported function `name` — a top-level export ("add") or a function of an
+// exported interface ("atelier:gadget/api#hello", with or without the interface's version) —
+// with JSON-ish arguments, and returns its JSON-ish result (nil when it has none).
+//
+// When the function returns a WIT `result`, Call returns the ok payload, or a *ResultError
+// holding the err payload. Arguments that do not fit the signature return a *wit.ValueError
+// without calling the guest. Guest failures return a *TrapError and retire the instance.
+func (in *Instance) Call(ctx context.Context, name string, args ...any) (any, error) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	switch {
+	case in.closed:
+		return nil, fmt.Errorf("call %s: %w", name, ErrClosed)
+	case in.retired != nil:
+		return nil, fmt.Errorf("call %s: %w (%w)", name, ErrRetired, in.retired)
+	}
+	f, ft, err := in.funcLocked(name)
+	if err != nil {
+		return nil, err
+	}
+	if len(args) != len(ft.Params) {
+		return nil, fmt.Errorf("call %s: got %d arguments, want %d: %s", name, len(args), len(ft.Params), ft)
+	}
+	cargs := make([]any, len(args))
+	for i, a := range args {
+		if cargs[i], err = wit.LowerArg(ft.Params[i].Type, a, i); err != nil {
+			return nil, fmt.Errorf("call %s: %w", name, err)
+		}
+	}
+	if err := in.begin(ctx); err != nil {
+		return nil, fmt.Errorf("call %s: %w", name, err)
+	}
+	res, err := f.Call(ft, cargs)
+	if err != nil {
+		var ce *capi.Error
+		if !errors.As(err, &ce) {
+			in.end()
+			return nil, fmt.Errorf("call %s: %w", name, err) // a conversion bug, not the guest's
+		}
+		terr := in.classify(name, err)
+		in.end()
+		in.retired = terr
+		in.release()
+		return nil, terr
+	}
+	in.end()
+	if ft.Result == nil {
+		return nil, nil
+	}
+	out, err := wit.Lift(ft.Result, res, "result")
+	if err != nil {
+		return nil, fmt.Errorf("call %s: %w", name, err)
+	}
+	if ft.Result.Kind == wit.Result {
+		m := out.(map[string]any)
+		if e, isErr := m["err"]; isErr {
+			return nil, &ResultError{Value: e}
+		}
+		return m["ok"], nil
+	}
+	return out, nil
+}
+
+// boundFunc is an exported function of this instance, looked up once.
+type boundFunc struct {
+	f  capi.Func
+	ft *wit.FuncType
+}
+
+func (in *Instance) funcLocked(name string) (capi.Func, *wit.FuncType, error) {
+	if b, ok := in.funcs[name]; ok {
+		return b.f, b.ft, nil
+	}
+	e, idx, err := in.comp.export(name)
+	if err != nil {
+		return capi.Func{}, nil, fmt.Errorf("call %s: %w", name, err)
+	}
+	f, ok := in.inst.Func(idx)
+	if !ok {
+		return capi.Func{}, nil, fmt.Errorf("call %s: %w", name, ErrNoExport)
+	}
+	in.funcs[name] = boundFunc{f: f, ft: e.ft}
+	return f, e.ft, nil
+}
+
+// begin arms the deadline and fuel for one call.
+func (in *Instance) begin(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	in.callCtx = ctx
+	// The call's start is taken from the last epoch tick rather than the clock: the deadline
+	// can be up to one tick early, which is the deadline's resolution anyway.
+	in.deadline = time.Unix(0, in.rt.lastTick.Load()).Add(in.cfg.Limits.Timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(in.deadline) {
+		in.deadline = d
+	}
+	in.timedOut, in.hostErr = false, nil
+	// Re-arm the epoch deadline only when it is not already due within the next tick; the
+	// deadline callback (beforeDeadline) decides against the real clock either way.
+	if epoch := in.rt.epoch.Load(); in.armed <= epoch {
+		in.store.SetEpochDeadline(1)
+		in.armed = epoch + 1
+	}
+	if in.rt.cfg.Fuel {
+		fuel := in.cfg.Limits.Fuel
+		if fuel == 0 {
+			fuel = math.MaxUint64
+		}
+		if err := in.store.SetFuel(fuel); err != nil {
+			return fmt.Errorf("set fuel: %w", err)
+		}
+	}
+	return nil
+}
+
+func (in *Instance) end() { in.callCtx = nil }
+
+// beforeDeadline runs at each epoch tick while the guest runs: keep going until the deadline
+// or the context's cancellation.
+func (in *Instance) beforeDeadline() bool {
+	if in.callCtx != nil && in.callCtx.Err() != nil || !in.rt.cfg.Now().Before(in.deadline) {
+		in.timedOut = true
+		return false
+	}
+	in.armed = in.rt.epoch.Load() + 1
+	return true
+}
+
+// classify turns a Wasmtime error into a *TrapError of the right kind.
+func (in *Instance) classify(name string, err error) *TrapError {
+	var ce *capi.Error
+	errors.As(err, &ce)
+	te := &TrapError{Kind: ErrTrap, Func: name, Message: firstLine(ce.Message), Backtrace: ce.Frames, Host: in.hostErr}
+	switch {
+	case in.timedOut:
+		te.Kind, te.Message = ErrDeadline, ""
+		if cerr := in.callCtxErr(); cerr != nil {
+			te.Host = cerr
+		}
+	case in.rt.cfg.Fuel && in.fuelLeft() == 0:
+		te.Kind, te.Message = ErrFuel, ""
+	case strings.Contains(ce.Message, "exceeds memory limits"):
+		te.Kind = ErrMemory
+	case ce.Exited:
+		te.Message = fmt.Sprintf("guest exited with status %d", ce.ExitCode)
+	}
+	return te
+}
+
+func (in *Instance) callCtxErr() error {
+	if in.callCtx == nil {
+		return nil
+	}
+	return in.callCtx.Err()
+}
+
+func (in *Instance) fuelLeft() uint64 {
+	f, err := in.store.Fuel()
+	if err != nil {
+		return 1
+	}
+	return f
+}
+
+// firstLine keeps the cause of a Wasmtime message and drops the backtrace text that follows
+// (the frames are in TrapError.Backtrace).
+func firstLine(msg string) string {
+	if i := strings.LastIndex(msg, "Caused by:"); i >= 0 {
+		msg = strings.TrimSpace(msg[i+len("Caused by:"):])
+	}
+	lines := strings.Split(strings.TrimSpace(msg), "\n")
+	for i := range lines {
+		lines[i] = strings.TrimSpace(lines[i])
+	}
+	return strings.Join(lines, "; ")
+}
+
+// Retired returns the error that retired the instance, or nil while it is usable.
+func (in *Instance) Retired() error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.retired
+}
+
+// DropResource drops a resource handle the instance returned.
+func (in *Instance) DropResource(h wit.Handle) error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.closed || in.retired != nil {
+		return ErrClosed
+	}
+	return in.store.DropResource(h)
+}
+
+// Close releases the instance. Idempotent.
+func (in *Instance) Close() error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.closed {
+		return nil
+	}
+	in.closed = true
+	if in.retired == nil {
+		in.release()
+	}
+	return nil
+}
+
+// release frees the store, flushes the console and closes capability states.
+func (in *Instance) release() {
+	if in.store == nil {
+		return
+	}
+	in.store.Close()
+	in.store, in.inst, in.funcs = nil, nil, nil
+	for _, w := range in.outputs {
+		w.flush()
+	}
+	for _, st := range in.states {
+		if c, ok := st.(io.Closer); ok {
+			_ = c.Close()
+		}
+	}
+	in.states = nil
+}

@@ -1,0 +1,94 @@
+package capi
+
+// All Go functions called from C live here. None of them lets a panic unwind into C.
+
+// #include "shim.h"
+import "C"
+
+import (
+	"fmt"
+	"io"
+	"runtime/cgo"
+	"unsafe"
+)
+
+//export atlHostCall
+func atlHostCall(env unsafe.Pointer, ctx *C.wasmtime_context_t, _ *C.wasmtime_component_func_type_t,
+	args *C.wasmtime_component_val_t, nargs C.size_t,
+	results *C.wasmtime_component_val_t, nresults C.size_t) (cerr *C.wasmtime_error_t) {
+	defer func() {
+		if r := recover(); r != nil {
+			cerr = newCError(fmt.Sprintf("host function panicked: %v", r))
+		}
+	}()
+	hf := cgo.Handle(uintptr(env)).Value().(*HostFunc)
+	s := storeOf(ctx)
+	ft, err := hf.Signature(s)
+	if err != nil {
+		return newCError(err.Error())
+	}
+	cargs := vals(args, nargs)
+	if len(cargs) != len(ft.Params) || int(nresults) != btoi(ft.Result != nil) {
+		return newCError(fmt.Sprintf("host function %s: signature mismatch", hf.Name))
+	}
+	in := make([]any, len(cargs))
+	for i := range cargs {
+		if in[i], err = s.lift(ft.Params[i].Type, &cargs[i]); err != nil {
+			return newCError(fmt.Sprintf("host function %s: %v", hf.Name, err))
+		}
+	}
+	out, err := hf.Call(s, in)
+	if err != nil {
+		return newCError(err.Error())
+	}
+	if ft.Result != nil {
+		res := vals(results, nresults)
+		clear(res)
+		if err := s.lower(ft.Result, out, &res[0]); err != nil {
+			C.wasmtime_component_val_delete(&res[0])
+			clear(res)
+			return newCError(fmt.Sprintf("host function %s result: %v", hf.Name, err))
+		}
+	}
+	return nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+//export atlWrite
+func atlWrite(h C.uintptr_t, buf *C.uchar, n C.size_t) (written C.ptrdiff_t) {
+	defer func() {
+		if recover() != nil {
+			written = -5 // EIO
+		}
+	}()
+	w := cgo.Handle(uintptr(h)).Value().(io.Writer)
+	k, err := w.Write(unsafe.Slice((*byte)(unsafe.Pointer(buf)), int(n)))
+	if err != nil {
+		return -5 // EIO
+	}
+	return C.ptrdiff_t(k)
+}
+
+//export atlEpochDeadline
+func atlEpochDeadline(h C.uintptr_t, delta *C.uint64_t) (cerr *C.wasmtime_error_t) {
+	defer func() {
+		if r := recover(); r != nil {
+			cerr = newCError(fmt.Sprintf("deadline check panicked: %v", r))
+		}
+	}()
+	s := cgo.Handle(uintptr(h)).Value().(*Store)
+	if s.onDeadline != nil && s.onDeadline() {
+		*delta = 1
+		return nil
+	}
+	return newCError(DeadlineMessage)
+}
+
+// DeadlineMessage is the message of the error that interrupts a guest at its deadline.
+const DeadlineMessage = "atelier: guest interrupted at its deadline"

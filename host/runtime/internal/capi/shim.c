@@ -1,0 +1,73 @@
+#include <stdlib.h>
+#include <string.h>
+#include "shim.h"
+#include "_cgo_export.h"
+
+wasmtime_error_t *atl_linker_define_instance(wasmtime_component_linker_t *linker,
+                                             const char *inst, size_t inst_len, size_t n,
+                                             char **names, size_t *name_lens,
+                                             uintptr_t *envs) {
+  wasmtime_component_linker_instance_t *root = wasmtime_component_linker_root(linker);
+  wasmtime_component_linker_instance_t *li = NULL;
+  wasmtime_error_t *err =
+      wasmtime_component_linker_instance_add_instance(root, inst, inst_len, &li);
+  for (size_t i = 0; i < n && err == NULL; i++) {
+    err = wasmtime_component_linker_instance_add_func(
+        li, names[i], name_lens[i], (wasmtime_component_func_callback_t)atlHostCall,
+        (void *)envs[i], NULL);
+  }
+  if (li != NULL)
+    wasmtime_component_linker_instance_delete(li);
+  wasmtime_component_linker_instance_delete(root);
+  return err;
+}
+
+static ptrdiff_t atl_write(void *env, const unsigned char *buf, size_t len) {
+  return (ptrdiff_t)atlWrite((uintptr_t)env, (unsigned char *)buf, len);
+}
+
+void atl_wasi_stdout(wasi_config_t *cfg, uintptr_t handle) {
+  wasi_config_set_stdout_custom(cfg, atl_write, (void *)handle, NULL);
+}
+
+void atl_wasi_stderr(wasi_config_t *cfg, uintptr_t handle) {
+  wasi_config_set_stderr_custom(cfg, atl_write, (void *)handle, NULL);
+}
+
+wasmtime_store_t *atl_store_new(wasm_engine_t *engine, uintptr_t handle) {
+  return wasmtime_store_new(engine, (void *)handle, NULL);
+}
+
+uintptr_t atl_context_handle(wasmtime_context_t *ctx) {
+  return (uintptr_t)wasmtime_context_get_data(ctx);
+}
+
+static wasmtime_error_t *atl_epoch(wasmtime_context_t *ctx, void *data, uint64_t *delta,
+                                   wasmtime_update_deadline_kind_t *kind) {
+  *kind = WASMTIME_UPDATE_DEADLINE_CONTINUE;
+  return atlEpochDeadline((uintptr_t)data, delta);
+}
+
+void atl_store_epoch_callback(wasmtime_store_t *store, uintptr_t handle) {
+  wasmtime_store_epoch_deadline_callback(store, atl_epoch, (void *)handle, NULL);
+}
+
+char *atl_error_message(const wasmtime_error_t *err, size_t *len) {
+  wasm_name_t msg;
+  wasmtime_error_message(err, &msg);
+  char *out = malloc(msg.size + 1);
+  memcpy(out, msg.data, msg.size);
+  out[msg.size] = 0;
+  *len = msg.size;
+  wasm_byte_vec_delete(&msg);
+  return out;
+}
+
+void atl_frame(const wasm_frame_vec_t *trace, size_t i, const wasm_name_t **func,
+               const wasm_name_t **module, uint32_t *func_index, size_t *module_offset) {
+  const wasm_frame_t *f = trace->data[i];
+  *func = wasmtime_frame_func_name(f);
+  *module = wasmtime_frame_module_name(f);
+  *func_index = wasm_frame_func_index(f);
+  *module_offset = wasm_frame_module_offset(f);
+}

@@ -1,0 +1,163 @@
+package capi
+
+// #include <stdlib.h>
+// #include "shim.h"
+import "C"
+
+import (
+	"fmt"
+	"io"
+	"runtime/cgo"
+	"unsafe"
+
+	"atelier/host/runtime/wit"
+)
+
+// StoreConfig configures a new store.
+type StoreConfig struct {
+	// MemoryLimit caps the bytes of every linear memory in the store (0 = no cap). Wasmtime
+	// refuses the growth: the guest's memory.grow returns -1 and instantiation fails when a
+	// memory's minimum is above the cap.
+	MemoryLimit int64
+	// Stdout and Stderr receive the guest's wasi:cli output (nil discards it).
+	Stdout, Stderr io.Writer
+	// OnDeadline runs on the store's goroutine each time the epoch deadline passes while the
+	// guest runs; returning true lets it run for one more epoch tick, false interrupts it.
+	// Nil interrupts at the first deadline.
+	OnDeadline func() bool
+	// Owner is reachable from host function calls through Store.Owner.
+	Owner any
+}
+
+// Store holds instances and their state. It is not safe for concurrent use: one goroutine at a
+// time, including host functions that run inside its calls.
+type Store struct {
+	eng    *Engine
+	ptr    *C.wasmtime_store_t
+	ctx    *C.wasmtime_context_t
+	self   cgo.Handle
+	owner  any
+	closed bool
+
+	onDeadline func() bool
+	writers    []cgo.Handle
+	resources  []*C.wasmtime_component_resource_any_t // index = Handle-1; nil once dropped
+	scratch    []C.wasmtime_component_val_t           // C memory reused for call arguments
+}
+
+// NewStore creates a store with a WASI context that has no arguments, no environment, no stdin,
+// no preopened directories and no network, and whose stdout/stderr go to the configured writers.
+func NewStore(e *Engine, cfg StoreConfig) (*Store, error) {
+	s := &Store{eng: e, owner: cfg.Owner, onDeadline: cfg.OnDeadline}
+	s.self = cgo.NewHandle(s)
+	s.ptr = C.atl_store_new(e.ptr, C.uintptr_t(s.self))
+	s.ctx = C.wasmtime_store_context(s.ptr)
+	wasi := C.wasi_config_new()
+	if cfg.Stdout != nil {
+		h := cgo.NewHandle(cfg.Stdout)
+		s.writers = append(s.writers, h)
+		C.atl_wasi_stdout(wasi, C.uintptr_t(h))
+	}
+	if cfg.Stderr != nil {
+		h := cgo.NewHandle(cfg.Stderr)
+		s.writers = append(s.writers, h)
+		C.atl_wasi_stderr(wasi, C.uintptr_t(h))
+	}
+	if err := takeError(C.wasmtime_context_set_wasi(s.ctx, wasi)); err != nil { // takes wasi
+		s.Close()
+		return nil, fmt.Errorf("configure WASI: %w", err)
+	}
+	if cfg.MemoryLimit > 0 {
+		C.wasmtime_store_limiter(s.ptr, C.int64_t(cfg.MemoryLimit), -1, -1, -1, -1)
+	}
+	C.atl_store_epoch_callback(s.ptr, C.uintptr_t(s.self))
+	C.wasmtime_context_set_epoch_deadline(s.ctx, 1)
+	return s, nil
+}
+
+// Owner returns StoreConfig.Owner.
+func (s *Store) Owner() any { return s.owner }
+
+// SetEpochDeadline arms the deadline `ticks` epoch ticks from now.
+func (s *Store) SetEpochDeadline(ticks uint64) {
+	C.wasmtime_context_set_epoch_deadline(s.ctx, C.uint64_t(ticks))
+}
+
+// SetFuel sets the fuel left (engines with EngineConfig.Fuel only).
+func (s *Store) SetFuel(fuel uint64) error {
+	return takeError(C.wasmtime_context_set_fuel(s.ctx, C.uint64_t(fuel)))
+}
+
+// Fuel returns the fuel left.
+func (s *Store) Fuel() (uint64, error) {
+	var f C.uint64_t
+	err := takeError(C.wasmtime_context_get_fuel(s.ctx, &f))
+	return uint64(f), err
+}
+
+// DropResource drops the resource behind h (running the guest's destructor for guest
+// resources) and forgets the handle.
+func (s *Store) DropResource(h wit.Handle) error {
+	r, err := s.resource(h)
+	if err != nil {
+		return err
+	}
+	s.resources[h-1] = nil
+	err = takeError(C.wasmtime_component_resource_any_drop(s.ctx, r))
+	C.wasmtime_component_resource_any_delete(r)
+	return err
+}
+
+func (s *Store) addResource(r *C.wasmtime_component_resource_any_t) wit.Handle {
+	s.resources = append(s.resources, r)
+	return wit.Handle(len(s.resources))
+}
+
+func (s *Store) resource(h wit.Handle) (*C.wasmtime_component_resource_any_t, error) {
+	if h == 0 || int(h) > len(s.resources) || s.resources[h-1] == nil {
+		return nil, fmt.Errorf("unknown resource handle %d", h)
+	}
+	return s.resources[h-1], nil
+}
+
+// args returns n zeroed C values in reusable C memory.
+func (s *Store) args(n int) []C.wasmtime_component_val_t {
+	if n > len(s.scratch) {
+		if s.scratch != nil {
+			C.free(unsafe.Pointer(&s.scratch[0]))
+		}
+		size := max(n, 8)
+		s.scratch = unsafe.Slice((*C.wasmtime_component_val_t)(C.calloc(C.size_t(size), valSize)), size)
+	}
+	out := s.scratch[:n]
+	clear(out)
+	return out
+}
+
+// Close deletes the store with every instance in it. Idempotent.
+func (s *Store) Close() {
+	if s.closed {
+		return
+	}
+	s.closed = true
+	for _, r := range s.resources {
+		if r != nil {
+			C.wasmtime_component_resource_any_delete(r)
+		}
+	}
+	s.resources = nil
+	C.wasmtime_store_delete(s.ptr)
+	if s.scratch != nil {
+		C.free(unsafe.Pointer(&s.scratch[0]))
+		s.scratch = nil
+	}
+	for _, h := range s.writers {
+		h.Delete()
+	}
+	s.self.Delete()
+}
+
+// storeOf finds the Go store of a C context (host function calls).
+func storeOf(ctx *C.wasmtime_context_t) *Store {
+	return cgo.Handle(uintptr(C.atl_context_handle(ctx))).Value().(*Store)
+}

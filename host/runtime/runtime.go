@@ -1,0 +1,268 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"atelier/host/runtime/internal/capi"
+	"atelier/host/runtime/wit"
+)
+
+// Defaults for Config and Limits.
+const (
+	// DefaultMaxWasmStack is large enough for QuickJS to raise its own stack-overflow error.
+	DefaultMaxWasmStack = 4 << 20
+	// DefaultEpochTick is how often the engine's epoch advances (the deadline resolution).
+	DefaultEpochTick = 5 * time.Millisecond
+	// DefaultTimeout bounds one call when Limits.Timeout is zero.
+	DefaultTimeout = 10 * time.Second
+	// DefaultMaxMemory caps an instance's linear memories when Limits.MaxMemory is zero.
+	DefaultMaxMemory = 256 << 20
+)
+
+// Config configures a Runtime. The zero value is usable: every zero field means its default.
+type Config struct {
+	// CacheDir holds compiled artifacts; "" means os.UserCacheDir()/atelier/components.
+	CacheDir string
+	// NoCache disables the artifact cache.
+	NoCache bool
+	// MaxWasmStack is the guest stack limit in bytes (default DefaultMaxWasmStack).
+	MaxWasmStack int
+	// EpochTick is the deadline resolution (default DefaultEpochTick).
+	EpochTick time.Duration
+	// Fuel enables fuel metering so that Limits.Fuel can bound calls. It slows guests down
+	// (roughly 10-30%), so it is off unless asked for.
+	Fuel bool
+	// Pooling, when non-nil, uses Wasmtime's pooling instance allocator.
+	Pooling *Pooling
+	// Interfaces are the host interfaces (capabilities) that grants can give to instances.
+	// Their unversioned names must be unique.
+	Interfaces []HostInterface
+	// Logger receives cache and lifecycle events (default: discard).
+	Logger *slog.Logger
+	// Now is the clock used for call deadlines (default time.Now).
+	Now func() time.Time
+}
+
+// Pooling sizes Wasmtime's pooling allocator, which reserves instance slots up front.
+type Pooling struct {
+	// Instances is the number of component instances alive at once (default 1000).
+	Instances uint32
+	// MaxMemory is the largest linear memory any instance may reach (default DefaultMaxMemory);
+	// Limits.MaxMemory above it has no effect.
+	MaxMemory int64
+}
+
+// Runtime owns one Wasmtime engine, the artifact cache, and the linkers for each combination of
+// granted host interfaces. Create one per process; it is safe for concurrent use.
+type Runtime struct {
+	cfg         Config
+	log         *slog.Logger
+	eng         *capi.Engine
+	cacheDir    string
+	fingerprint string
+	ifaces      map[string]*HostInterface // by unversioned name
+
+	mu      sync.Mutex // guards linkers
+	linkers map[string]*capi.Linker
+
+	compiles, hits, corrupt atomic.Int64
+
+	// epoch counts ticks (it trails the engine's epoch by at most one); lastTick is the Now
+	// of the latest tick, in Unix nanoseconds. Calls use them to avoid a cgo call and a clock
+	// read each (see Instance.begin).
+	epoch    atomic.Uint64
+	lastTick atomic.Int64
+
+	stop   chan struct{}
+	ticker sync.WaitGroup
+	closed atomic.Bool
+}
+
+// Stats counts artifact cache activity since New.
+type Stats struct {
+	// Compiles counts components compiled from source.
+	Compiles int64
+	// CacheHits counts components loaded from a cached artifact instead.
+	CacheHits int64
+	// CacheCorrupt counts cached artifacts that failed their check and were recompiled.
+	CacheCorrupt int64
+}
+
+// New validates cfg, creates the engine and starts the epoch ticker.
+func New(cfg Config) (*Runtime, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("runtime config: %w", err)
+	}
+	if cfg.MaxWasmStack == 0 {
+		cfg.MaxWasmStack = DefaultMaxWasmStack
+	}
+	if cfg.EpochTick == 0 {
+		cfg.EpochTick = DefaultEpochTick
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	rt := &Runtime{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		ifaces:  make(map[string]*HostInterface),
+		linkers: make(map[string]*capi.Linker),
+		stop:    make(chan struct{}),
+	}
+	if rt.log == nil {
+		rt.log = slog.New(slog.DiscardHandler)
+	}
+	for i := range cfg.Interfaces {
+		hi := &cfg.Interfaces[i]
+		rt.ifaces[wit.Unversioned(hi.Name)] = hi
+	}
+	ec := capi.EngineConfig{
+		MaxWasmStack:        uint(cfg.MaxWasmStack),
+		Fuel:                cfg.Fuel,
+		Epoch:               true,
+		ParallelCompilation: true,
+	}
+	if p := cfg.Pooling; p != nil {
+		n := p.Instances
+		if n == 0 {
+			n = 1000
+		}
+		mem := p.MaxMemory
+		if mem == 0 {
+			mem = DefaultMaxMemory
+		}
+		ec.Pooling = &capi.PoolingConfig{
+			TotalComponentInstances: n, TotalCoreInstances: 10 * n, TotalMemories: 2 * n,
+			TotalTables: 10 * n, MaxMemorySize: uint(mem),
+		}
+	}
+	rt.fingerprint = fmt.Sprintf("wasmtime-%s stack=%d fuel=%t epoch=true pooling=%t", capi.Version, cfg.MaxWasmStack, cfg.Fuel, cfg.Pooling != nil)
+	if !cfg.NoCache {
+		dir := cfg.CacheDir
+		if dir == "" {
+			base, err := os.UserCacheDir()
+			if err != nil {
+				return nil, fmt.Errorf("runtime config: no CacheDir and no user cache dir: %w", err)
+			}
+			dir = filepath.Join(base, "atelier", "components")
+		}
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("create artifact cache: %w", err)
+		}
+		rt.cacheDir = dir
+	}
+	rt.eng = capi.NewEngine(ec)
+	rt.lastTick.Store(cfg.Now().UnixNano())
+	rt.ticker.Add(1)
+	go rt.tick()
+	return rt, nil
+}
+
+func (c *Config) validate() error {
+	var errs []error
+	if c.MaxWasmStack < 0 {
+		errs = append(errs, fmt.Errorf("MaxWasmStack: %d is negative", c.MaxWasmStack))
+	}
+	if c.EpochTick < 0 {
+		errs = append(errs, fmt.Errorf("EpochTick: %v is negative", c.EpochTick))
+	}
+	seen := make(map[string]bool)
+	for i, hi := range c.Interfaces {
+		name := wit.Unversioned(hi.Name)
+		switch {
+		case !strings.Contains(hi.Name, ":") || !strings.Contains(hi.Name, "/"):
+			errs = append(errs, fmt.Errorf("Interfaces[%d].Name: %q is not a WIT interface name (ns:pkg/iface@version)", i, hi.Name))
+		case seen[name]:
+			errs = append(errs, fmt.Errorf("Interfaces[%d].Name: %q is defined twice", i, name))
+		case isWASI(name):
+			errs = append(errs, fmt.Errorf("Interfaces[%d].Name: %q: WASI interfaces are provided by Wasmtime", i, name))
+		}
+		seen[name] = true
+		fnames := make(map[string]bool)
+		for j, f := range hi.Funcs {
+			if f.Name == "" || f.Func == nil || fnames[f.Name] {
+				errs = append(errs, fmt.Errorf("Interfaces[%d].Funcs[%d]: empty, nil or duplicate function %q", i, j, f.Name))
+			}
+			fnames[f.Name] = true
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (rt *Runtime) tick() {
+	defer rt.ticker.Done()
+	t := time.NewTicker(rt.cfg.EpochTick)
+	defer t.Stop()
+	for {
+		select {
+		case <-rt.stop:
+			return
+		case <-t.C:
+			rt.eng.IncrementEpoch()
+			rt.lastTick.Store(rt.cfg.Now().UnixNano())
+			rt.epoch.Add(1)
+		}
+	}
+}
+
+// Stats returns the artifact cache counters.
+func (rt *Runtime) Stats() Stats {
+	return Stats{Compiles: rt.compiles.Load(), CacheHits: rt.hits.Load(), CacheCorrupt: rt.corrupt.Load()}
+}
+
+// Close stops the ticker and releases the linkers and the engine. Every instance and
+// component must be closed first.
+func (rt *Runtime) Close() error {
+	if !rt.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	close(rt.stop)
+	rt.ticker.Wait()
+	rt.mu.Lock()
+	for _, l := range rt.linkers {
+		l.Close()
+	}
+	rt.linkers = nil
+	rt.mu.Unlock()
+	rt.eng.Close()
+	return nil
+}
+
+// linker returns the shared linker that defines WASI (when wasi is set) and exactly the host
+// interfaces named in ifaces.
+func (rt *Runtime) linker(wasi bool, ifaces []string) (*capi.Linker, error) {
+	slices.Sort(ifaces)
+	key := fmt.Sprintf("%t|%s", wasi, strings.Join(ifaces, ","))
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.linkers == nil {
+		return nil, ErrClosed
+	}
+	if l, ok := rt.linkers[key]; ok {
+		return l, nil
+	}
+	l := capi.NewLinker(rt.eng)
+	if wasi {
+		if err := l.AddWASIP2(); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("link WASI: %w", err)
+		}
+	}
+	for _, name := range ifaces {
+		if err := rt.ifaces[name].define(l); err != nil {
+			l.Close()
+			return nil, err
+		}
+	}
+	rt.linkers[key] = l
+	return l, nil
+}

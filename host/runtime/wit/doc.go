@@ -1,0 +1,45 @@
+// Package wit models WIT types and converts values between JSON-ish Go values and their
+// canonical form, which internal/capi writes to and reads from Wasmtime. It is pure Go.
+//
+// # JSON-ish values (what callers and host functions use)
+//
+//	WIT type           Go value accepted (Lower)                  Go value produced (Lift)
+//	bool               bool                                      bool
+//	s8 s16 s32 s64     any Go integer or float, json.Number      int8 int16 int32 int64
+//	u8 u16 u32 u64     (integral and in range, else an error)    uint8 uint16 uint32 uint64
+//	f32 f64            any Go number, json.Number                float32 float64
+//	                   (f32: finite values beyond its range are an error; NaN and ±Inf pass)
+//	char               string holding exactly one Unicode scalar  string
+//	string             string (valid UTF-8)                      string
+//	list<u8>           []byte, or a slice of numbers             []byte
+//	list<T>            []any or any slice/array                  []any
+//	record             map[string]any (or any map with string    map[string]any
+//	                   keys) with the WIT field names; a missing
+//	                   option field is none; unknown keys are
+//	                   an error
+//	tuple<...>         []any (or slice) of exactly that length   []any
+//	variant            {"tag": "case", "val": payload}; a case    {"tag": "case", "val": payload}
+//	                   without payload may also be "case"        ("val" absent without payload)
+//	enum               string (a case name)                      string
+//	option<T>          nil = none, else the T value               nil or the T value
+//	option<option<T>>  nil = none, {"some": inner} = some(inner)  same (see below)
+//	result<T, E>       {"ok": v} or {"err": e} (nil payload when  {"ok": v} or {"err": e}
+//	                   the side has no type)
+//	flags              []string (or []any of strings) of set      []string in declaration order
+//	                   flags, or map[string]bool
+//	own<R> borrow<R>   Handle                                    Handle
+//
+// Nested options: an option whose payload is itself an option cannot tell none from some(none)
+// with nil alone, so for option<option<T>> (and only then) the outer some is written
+// {"some": inner}: nil is none, {"some": nil} is some(none), {"some": v} is some(some(v)).
+//
+// Every mismatch is a *ValueError naming the path of the offending value
+// ("args[0].items[3].title: want u32, got string"); out-of-range numbers, invalid UTF-8 and
+// invalid chars are rejected. The conversions never panic.
+//
+// # Canonical values (what internal/capi uses)
+//
+// bool, int8…uint64, float32, float64, rune (char), string, []byte (list<u8>), []any (other
+// lists, tuples, and records in field order), VariantValue, nil or SomeValue (option),
+// ResultValue, string (enum), []string (flags, declaration order), Handle.
+package wit
