@@ -80,7 +80,6 @@ func runBatchSession(ctx context.Context, s *Session, body []byte) []byte {
 	return b
 }
 
-
 // NewHTTPBatchSession starts a client session that sends everything it produces in one HTTP POST
 // to url. The request leaves on the first Await (or Session.Flush); after the response has been
 // processed the session ends, so await everything you need before that first Await returns:

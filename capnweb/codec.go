@@ -28,6 +28,8 @@ type capDecoder interface {
 	decodeRemap(id int64, path []any, captures []any, instrs []any) (any, error)
 	// decodeReadable handles ["readable", id]: a stream through the pipe the sender created.
 	decodeReadable(id int64) (any, error)
+	// decodeWritable handles ["writable", id]: a sink the sender exports.
+	decodeWritable(id int64) (any, error)
 }
 
 // decoder converts wire expressions (already parsed JSON) into canonical values.
@@ -148,15 +150,18 @@ func (d *decoder) array(v []any) (any, error) {
 		if len(v) == 5 && d.caps != nil {
 			return d.remap(v)
 		}
-	case "readable":
+	case "readable", "writable":
 		if len(v) == 2 && d.caps != nil {
 			id, err := idArg(v[1])
 			if err != nil {
 				return nil, err
 			}
-			return d.caps.decodeReadable(id)
+			if tag == "readable" {
+				return d.caps.decodeReadable(id)
+			}
+			return d.caps.decodeWritable(id)
 		}
-	case "writable", "blob", "request", "response":
+	case "blob", "request", "response":
 		return nil, badMessage("%q values are not supported by this peer", tag)
 	}
 	return nil, unknownSpecial(v)
@@ -410,6 +415,7 @@ type capEncoder interface {
 	encodePromise(b []byte, p *Promise) ([]byte, error)
 	encodeMapRef(b []byte, r MapRef) ([]byte, error)
 	encodeReadable(b []byte, r *ReadableStream) ([]byte, error)
+	encodeWritable(b []byte, w *WritableStream) ([]byte, error)
 }
 
 // encodeValue appends the wire form of a canonical value. caps may be nil when v holds no
@@ -513,6 +519,11 @@ func encodeValue(b []byte, v any, caps capEncoder, depth int) ([]byte, error) {
 			return nil, TypeError("cannot serialize a stream outside a session")
 		}
 		return caps.encodeReadable(b, v)
+	case *WritableStream:
+		if caps == nil {
+			return nil, TypeError("cannot serialize a stream outside a session")
+		}
+		return caps.encodeWritable(b, v)
 	}
 	return nil, TypeError("cannot serialize value of type %T", v)
 }

@@ -42,7 +42,7 @@ func canon(s *Session, v any, depth int) (any, error) {
 	}
 	switch v := v.(type) {
 	case nil, UndefinedType, bool, string, float64, time.Time, TypedArray, http.Header, MapRef,
-		*ReadableStream:
+		*ReadableStream, *WritableStream:
 		return v, nil
 	case []byte:
 		return v, nil
@@ -273,6 +273,7 @@ var (
 	anyType    = reflect.TypeFor[any]()
 	stubType   = reflect.TypeFor[*Stub]()
 	streamType = reflect.TypeFor[*ReadableStream]()
+	sinkType   = reflect.TypeFor[*WritableStream]()
 	timeType   = reflect.TypeFor[time.Time]()
 	bigIntType = reflect.TypeFor[*big.Int]()
 	urlType    = reflect.TypeFor[*url.URL]()
@@ -305,7 +306,7 @@ func assign(dst reflect.Value, v any) error {
 	}
 	if rv := reflect.ValueOf(v); rv.Type().AssignableTo(t) {
 		switch t {
-		case stubType, streamType, timeType, bigIntType, urlType, headerType, typedType, errPtrType:
+		case stubType, streamType, sinkType, timeType, bigIntType, urlType, headerType, typedType, errPtrType:
 			dst.Set(rv)
 			return nil
 		}
@@ -315,7 +316,7 @@ func assign(dst reflect.Value, v any) error {
 		}
 	}
 	switch t {
-	case stubType, streamType, timeType, bigIntType, urlType, headerType, typedType, errPtrType:
+	case stubType, streamType, sinkType, timeType, bigIntType, urlType, headerType, typedType, errPtrType:
 		return fmt.Errorf("expected %s, got %s", t, describe(v))
 	}
 	switch t.Kind() {

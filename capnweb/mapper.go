@@ -211,6 +211,10 @@ func (m *Mapper) encodeReadable([]byte, *ReadableStream) ([]byte, error) {
 	return nil, TypeError("streams cannot be used inside a map function")
 }
 
+func (m *Mapper) encodeWritable([]byte, *WritableStream) ([]byte, error) {
+	return nil, TypeError("streams cannot be used inside a map function")
+}
+
 func joinInstrs(instrs [][]byte) []byte {
 	b := []byte{'['}
 	for i, in := range instrs {

@@ -160,6 +160,10 @@ func (m *mapRun) decodeReadable(int64) (any, error) {
 	return nil, badMessage("readable is not allowed in map instructions")
 }
 
+func (m *mapRun) decodeWritable(int64) (any, error) {
+	return nil, badMessage("writable is not allowed in map instructions")
+}
+
 func (m *mapRun) decodeRef(asStub bool, ref int64, path []any, args []any, hasArgs bool) (any, error) {
 	h, err := m.refHook(ref)
 	if err != nil {

@@ -789,8 +789,18 @@ func (enc *encState) pipelineRef(b []byte, e *importEntry, path []any, asStub bo
 	return append(b, ']'), true
 }
 
-// export adds h (owned) to the export table under a fresh negative id.
+// export adds h (owned) to the export table under a fresh negative id, written as
+// ["export", id] or, for a promise, ["promise", id].
 func (enc *encState) export(b []byte, h hook, promise bool) ([]byte, error) {
+	if promise {
+		return enc.exportAs(b, h, `["promise",`)
+	}
+	return enc.exportAs(b, h, `["export",`)
+}
+
+// exportAs adds h (owned) to the export table under a fresh negative id written after tag.
+func (enc *encState) exportAs(b []byte, h hook, tag string) ([]byte, error) {
+	promise := tag == `["promise",`
 	s := enc.s
 	s.mu.Lock()
 	if s.closed {
@@ -813,9 +823,7 @@ func (enc *encState) export(b []byte, h hook, promise bool) ([]byte, error) {
 		s.obligations++
 	}
 	s.mu.Unlock()
-	tag := `["export",`
 	if promise {
-		tag = `["promise",`
 		enc.after = append(enc.after, func() {
 			h.whenSettled(func(v any, err error) { s.sendResolution(id, e, v, err) })
 		})

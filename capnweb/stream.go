@@ -302,3 +302,105 @@ func (h *importHook) streamCall(method string, args []any) hook {
 	enc.sent()
 	return &importHook{s: s, e: ne}
 }
+
+// StreamSink receives the chunks written to a WritableStream.
+type StreamSink interface {
+	// Write accepts one chunk.
+	Write(ctx context.Context, chunk any) error
+	// Close ends the stream.
+	Close(ctx context.Context) error
+	// Abort ends the stream with an error.
+	Abort(ctx context.Context, reason any) error
+}
+
+// WritableStream is a sink of protocol values: a local StreamSink that can be sent to the peer,
+// or a sink of the peer (["writable", id]) received in a value. Write waits until the sink has
+// accepted the chunk. A received stream holds a reference to the peer's sink until Close or
+// Abort.
+type WritableStream struct {
+	local  StreamSink
+	remote *Stub
+}
+
+// NewWritableStream returns a stream writing into sink.
+func NewWritableStream(sink StreamSink) *WritableStream { return &WritableStream{local: sink} }
+
+// Write writes one chunk.
+func (w *WritableStream) Write(ctx context.Context, chunk any) error {
+	if w.local != nil {
+		return w.local.Write(ctx, chunk)
+	}
+	return w.remoteCall(ctx, "write", chunk)
+}
+
+// Close ends the stream.
+func (w *WritableStream) Close(ctx context.Context) error {
+	if w.local != nil {
+		return w.local.Close(ctx)
+	}
+	defer w.remote.Dispose()
+	return w.remoteCall(ctx, "close")
+}
+
+// Abort ends the stream with reason.
+func (w *WritableStream) Abort(ctx context.Context, reason error) error {
+	if w.local != nil {
+		return w.local.Abort(ctx, reason)
+	}
+	defer w.remote.Dispose()
+	return w.remoteCall(ctx, "abort", toWireError(reason))
+}
+
+// remoteCall sends a stream message to the peer's sink and waits for its answer.
+func (w *WritableStream) remoteCall(ctx context.Context, method string, args ...any) error {
+	h, err := w.remote.hook()
+	if err != nil {
+		return err
+	}
+	ih := h.(*importHook)
+	cargs, err := canonicalArgs(ih.s, args)
+	if err != nil {
+		return err
+	}
+	_, err = (&Promise{h: ih.streamCall(method, cargs)}).Await(ctx)
+	return err
+}
+
+// sinkTarget exposes a local StreamSink to the peer's stream messages.
+type sinkTarget struct {
+	Target
+	sink StreamSink
+}
+
+// Write forwards a chunk.
+func (t *sinkTarget) Write(ctx context.Context, chunk any) error { return t.sink.Write(ctx, chunk) }
+
+// Close forwards the end.
+func (t *sinkTarget) Close(ctx context.Context) error { return t.sink.Close(ctx) }
+
+// Abort forwards an abort.
+func (t *sinkTarget) Abort(ctx context.Context, reason any) error {
+	return t.sink.Abort(ctx, reason)
+}
+
+// decodeWritable implements capDecoder: ["writable", id] is a sink the peer exports.
+func (s *Session) decodeWritable(id int64) (any, error) {
+	st, err := s.decodeExport(id)
+	if err != nil {
+		return nil, err
+	}
+	return &WritableStream{remote: st.(*Stub)}, nil
+}
+
+// encodeWritable exports a local sink as ["writable", id]; a received stream is passed back as
+// the peer's own export.
+func (enc *encState) encodeWritable(b []byte, w *WritableStream) ([]byte, error) {
+	if w.remote != nil {
+		return enc.encodeStub(b, w.remote)
+	}
+	lt, err := newLocalTarget(enc.s, &sinkTarget{sink: w.local})
+	if err != nil {
+		return nil, err
+	}
+	return enc.exportAs(b, &targetHook{lt: lt}, `["writable",`)
+}

@@ -12,10 +12,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/gin-gonic/gin"
-
-	"atelier/capnweb"
 	"atelier/host/capability/events"
+	"atelier/host/gateway"
 	"atelier/host/kernel"
 	"atelier/host/runtime"
 	"atelier/host/store"
@@ -78,22 +76,11 @@ func serve(ctx context.Context, addr, dataFile, cacheDir string, limits runtime.
 	k := kernel.New(kernel.Config{Runtime: rt, Store: db, Events: bus, Limits: limits, Logger: logger})
 	defer k.Close()
 
-	rpc := &capnweb.Server{
-		NewMain: func(*http.Request) (any, error) { return kernel.NewAPI(k), nil },
-		Options: capnweb.Options{Logger: logger},
-	}
-	gin.SetMode(gin.ReleaseMode)
-	r := gin.New()
-	r.Use(gin.Recovery())
-	r.GET("/api", gin.WrapF(rpc.ServeWebSocket))
-	r.POST("/api/batch", gin.WrapF(rpc.ServeBatch))
-	r.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok\n") })
-
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (pass another --addr)", addr, err)
 	}
-	srv := &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: gateway.New(gateway.Config{Kernel: k, Logger: logger}), ReadHeaderTimeout: 10 * time.Second}
 	logger.Info("atelier serving", "url", "http://"+ln.Addr().String(), "api", "ws://"+ln.Addr().String()+"/api", "data", dataFile)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

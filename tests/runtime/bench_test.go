@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"atelier/host/runtime"
+	"atelier/sdk/guesttest"
 )
 
 // BenchmarkGadget measures the same operations on the Go and the JS gadget:
@@ -22,7 +23,7 @@ func BenchmarkGadget(b *testing.B) {
 		grants    []string
 	}{{"go", counterGo, counterGrants}, {"js", todoJS, todoGrants}} {
 		b.Run(g.name, func(b *testing.B) {
-			src := guestBytes(b, g.dir)
+			src := guesttest.Bytes(b, g.dir)
 			ctx := context.Background()
 			b.Run("compile", func(b *testing.B) {
 				rt := newRuntime(b, "")

@@ -4,9 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -17,10 +15,8 @@ import (
 	"atelier/host/capability/kv"
 	"atelier/host/capability/log"
 	"atelier/host/runtime"
+	"atelier/sdk/guesttest"
 )
-
-// repoRoot is the repository root, relative to this package.
-const repoRoot = "../.."
 
 // Guests built by sdk/build-gadget.sh, by name: the folder under the repository root.
 const (
@@ -35,7 +31,7 @@ const (
 )
 
 var (
-	outDir string // where this run's components and the runtime's artifact cache live
+	outDir string // where this run's artifact cache lives
 
 	buildMu sync.Mutex
 	builds  = map[string]*build{}
@@ -48,10 +44,6 @@ var (
 )
 
 type build struct {
-	once sync.Once
-	path string
-	err  error
-
 	compileOnce sync.Once
 	comp        *runtime.Component
 	compileErr  error
@@ -60,7 +52,7 @@ type build struct {
 func TestMain(m *testing.M) {
 	os.Unsetenv("RUST_BACKTRACE") // else every Wasmtime error captures a slow Rust backtrace
 	flag.Parse()
-	dir, err := os.MkdirTemp("", "atelier-runtime-guests-")
+	dir, err := os.MkdirTemp("", "atelier-runtime-artifacts-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -77,45 +69,6 @@ func TestMain(m *testing.M) {
 	}
 	os.RemoveAll(dir)
 	os.Exit(code)
-}
-
-// guest returns the path of the component built from the guest folder dir (relative to the
-// repository root), building it once per test run with sdk/build-gadget.sh, which caches by
-// content hash. Under -short it skips: building needs go, node and the npm tools.
-func guest(tb testing.TB, dir string) string {
-	tb.Helper()
-	if testing.Short() {
-		tb.Skip("skipped under -short: tests/runtime builds its guests with sdk/build-gadget.sh (go, node, npm)")
-	}
-	b := buildOf(dir)
-	b.once.Do(func() {
-		statInputs(dir)
-		out := filepath.Join(outDir, filepath.Base(dir)+".wasm")
-		cmd := exec.Command("bash", filepath.Join(repoRoot, "sdk", "build-gadget.sh"), filepath.Join(repoRoot, dir), out)
-		if log, err := cmd.CombinedOutput(); err != nil {
-			b.err = fmt.Errorf("sdk/build-gadget.sh %s: %v\n%s\n(run scripts/setup.sh to install go, node and npm)", dir, err, log)
-			return
-		}
-		b.path = out
-	})
-	if b.err != nil {
-		tb.Fatal(b.err)
-	}
-	return b.path
-}
-
-// statInputs stats every file the build of dir depends on. The build runs in a subprocess,
-// so without this `go test` would cache a result even after the guest's sources changed; it
-// re-runs the tests when a file it saw the test stat has changed.
-func statInputs(dir string) {
-	for _, d := range []string{dir, "sdk/go", "sdk/componentize/componentize.mjs", "sdk/build-gadget.sh", "wit"} {
-		filepath.WalkDir(filepath.Join(repoRoot, d), func(path string, e fs.DirEntry, err error) error {
-			if err == nil && !e.IsDir() {
-				os.Stat(path)
-			}
-			return nil
-		})
-	}
 }
 
 func buildOf(dir string) *build {
@@ -167,7 +120,7 @@ func sharedRuntime(tb testing.TB) *runtime.Runtime {
 // component returns the guest built from dir, compiled once per run by the shared runtime.
 func component(tb testing.TB, dir string) *runtime.Component {
 	tb.Helper()
-	src := guestBytes(tb, dir)
+	src := guesttest.Bytes(tb, dir)
 	b := buildOf(dir)
 	b.compileOnce.Do(func() {
 		b.comp, b.compileErr = sharedRuntime(tb).Compile(context.Background(), src)
@@ -176,14 +129,4 @@ func component(tb testing.TB, dir string) *runtime.Component {
 		tb.Fatalf("compile %s: %v", dir, b.compileErr)
 	}
 	return b.comp
-}
-
-// guestBytes returns the component built from dir.
-func guestBytes(tb testing.TB, dir string) []byte {
-	tb.Helper()
-	b, err := os.ReadFile(guest(tb, dir))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return b
 }

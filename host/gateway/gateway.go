@@ -1,0 +1,41 @@
+// Package gateway is Atelier's HTTP edge: it serves the kernel's API over Cap'n Web
+// (WebSocket at /api, HTTP batch at /api/batch) and a health check at /healthz.
+package gateway
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"atelier/capnweb"
+	"atelier/host/kernel"
+)
+
+// Config configures the gateway.
+type Config struct {
+	// Kernel serves the API.
+	Kernel *kernel.Kernel
+	// Logger receives handler panics and session errors; nil uses slog.Default().
+	Logger *slog.Logger
+	// CheckOrigin decides whether a browser page of another origin may open a session; nil
+	// allows only same-origin pages and non-browser clients.
+	CheckOrigin func(*http.Request) bool
+}
+
+// New returns the gateway's HTTP handler.
+func New(cfg Config) http.Handler {
+	rpc := &capnweb.Server{
+		NewMain:     func(*http.Request) (any, error) { return kernel.NewAPI(cfg.Kernel), nil },
+		Options:     capnweb.Options{Logger: cfg.Logger},
+		CheckOrigin: cfg.CheckOrigin,
+	}
+	r := gin.New()
+	r.Use(gin.Recovery())
+	r.GET("/api", gin.WrapF(rpc.ServeWebSocket))
+	r.POST("/api/batch", gin.WrapF(rpc.ServeBatch))
+	r.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok\n") })
+	return r
+}
+
+func init() { gin.SetMode(gin.ReleaseMode) }
