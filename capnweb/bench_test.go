@@ -45,7 +45,8 @@ func BenchmarkWebSocketSequential(b *testing.B) {
 	reportRate(b, b.N)
 }
 
-// BenchmarkWebSocketPipelined: windows of 100 calls sent before awaiting any, over one WebSocket.
+// BenchmarkWebSocketPipelined: windows of 100 calls sent, then awaited together, over one
+// WebSocket.
 func BenchmarkWebSocketPipelined(b *testing.B) {
 	s := dialBench(b, benchServer(b))
 	main := s.Main()
@@ -57,10 +58,8 @@ func BenchmarkWebSocketPipelined(b *testing.B) {
 		for range min(window, b.N-done) {
 			ps = append(ps, main.Call(ctx, "add", 1, 2))
 		}
-		for _, p := range ps {
-			if _, err := p.Await(ctx); err != nil {
-				b.Fatal(err)
-			}
+		if _, err := capnweb.AwaitAll(ctx, ps...); err != nil {
+			b.Fatal(err)
 		}
 	}
 	reportRate(b, b.N)

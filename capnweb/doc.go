@@ -17,8 +17,8 @@
 //
 // A target is a Go value passed by reference: a pointer to a struct that embeds Target, a
 // DynamicTarget (methods decided at run time), or a func. Exported methods are RPC methods under
-// their JavaScript name ("MakeCounter" is "makeCounter", "ID" is "id"; Dispose is never
-// callable). A method may take a context.Context first; the context carries the session
+// their JavaScript name ("MakeCounter" is "makeCounter", "ID" is "id"; Dispose, and methods
+// promoted from embedded fields that are not targets, are never callable). A method may take a context.Context first; the context carries the session
 // (SessionFrom(ctx), with Peer() describing the caller) and is cancelled when the caller drops
 // the result early or the session ends. Parameters are converted from protocol values (numbers
 // to int/float kinds with range checks, objects to structs by json tag or JavaScript name,
@@ -46,10 +46,12 @@
 //	c.Dispose()
 //
 // Call, Get and Map never block. Promises can be passed as arguments (the peer substitutes the
-// value) and Promise.Map records a function over the value. Await returns protocol values:
+// value), Promise.Map records a function over the value, and AwaitAll requests several results
+// in one round trip. Over HTTP batch (NewHTTPBatchSession) the request leaves on the first
+// Await and every call is pulled. Await returns protocol values:
 // nil, Undefined, bool, float64, string, *big.Int, time.Time (the zero Time is an invalid
-// Date), []byte, TypedArray, *Error, *url.URL, http.Header, []any, map[string]any, *Stub and
-// *ReadableStream; AwaitAs converts to a Go type. Sending accepts the same plus Go numbers,
+// Date), []byte, TypedArray, *Error, *url.URL, http.Header, []any, map[string]any, *Stub,
+// *ReadableStream and *WritableStream; AwaitAs converts to a Go type. Sending accepts the same plus Go numbers,
 // slices, maps, structs and targets. Objects are written with sorted keys (Go maps have no
 // order). Integers beyond 2^53 travel as bigint.
 //
@@ -66,6 +68,13 @@
 // Limits bounds message size, nesting, bigint length, table sizes and calls in progress per
 // session. A malformed message, an unknown id, a release of more references than held, or a
 // limit overrun aborts the session with ["abort", Error "bad RPC message: ..."]; application
-// errors only reject the call. Writable streams, Blob, Request and Response values are refused
-// with such an abort.
+// errors only reject the call. Blob, Request and Response values are refused with such an
+// abort.
+//
+// # Streams
+//
+// A *ReadableStream (NewReadableStream, StreamOf, or received) travels through a pipe: the
+// sender keeps up to 64 chunk writes unacknowledged and the receiver acknowledges a chunk when
+// its reader takes it. A *WritableStream (NewWritableStream around a StreamSink, or received)
+// exports a sink; Write waits for the sink's acknowledgement.
 package capnweb

@@ -103,7 +103,8 @@ func TestBadMessagesAbort(t *testing.T) {
 		{"pipe with argument", `["pipe",1]`, "pipe"},
 		{"readable of a non-pipe", `["push",["pipeline",0,["echo"],[["readable",0]]]]`, "not a pipe"},
 		{"readable twice", "[\"pipe\"]\n[\"push\",[\"pipeline\",0,[\"echo\"],[[\"readable\",1],[\"readable\",1]]]]", "pipe handed over twice"},
-		{"writable value", `["push",["pipeline",0,["echo"],[["writable",-1]]]]`, "not supported"},
+		{"blob value", `["push",["pipeline",0,["echo"],[["blob","text/plain",["readable",1]]]]]`, "not supported"},
+		{"writable with positive id", `["push",["pipeline",0,["echo"],[["writable",1]]]]`, "must be negative"},
 		{"too deep", `["push",` + strings.Repeat("[[", 200) + strings.Repeat("]]", 200) + `]`, "nesting depth"},
 		{"too big", `["push","` + strings.Repeat("x", 2<<20) + `"]`, "exceeds the limit"},
 		{"bad remap", `["push",["remap",0,[],[],[]]]`, "bad remap"},
@@ -285,4 +286,86 @@ func TestNoGoroutineLeak(t *testing.T) {
 func goroutineDump() string {
 	buf := make([]byte, 1<<20)
 	return string(buf[:runtime.Stack(buf, true)])
+}
+
+// sharer returns the same counter object every time.
+type sharer struct {
+	capnweb.Target
+	c *recorder
+}
+
+// Shared returns the one shared target.
+func (s *sharer) Shared() *recorder { return s.c }
+
+// TestFreshExportIDs: a target sent twice gets two export ids (the JS importer does not count
+// introductions), and is disposed once, when the last one is released.
+func TestFreshExportIDs(t *testing.T) {
+	shared := &recorder{disposed: make(chan struct{})}
+	p := newRawPeer(t, &sharer{c: shared}, capnweb.Limits{})
+	p.send(`["push",["pipeline",0,["shared"],[]]]`, `["pull",1]`)
+	if m := p.next(); m != `["resolve",1,["export",-1]]` {
+		t.Fatalf("got %s", m)
+	}
+	p.send(`["push",["pipeline",0,["shared"],[]]]`, `["pull",2]`)
+	if m := p.next(); m != `["resolve",2,["export",-2]]` {
+		t.Fatalf("got %s", m)
+	}
+	p.send(`["release",1,1]`, `["release",2,1]`, `["release",-1,1]`,
+		`["push",["pipeline",-2,["record"],[5]]]`, `["pull",3]`)
+	if m := p.next(); m != `["resolve",3,5]` {
+		t.Fatalf("call through the second id after releasing the first: %s", m)
+	}
+	select {
+	case <-shared.disposed:
+		t.Fatal("disposed while still exported")
+	default:
+	}
+	p.send(`["release",3,1]`, `["release",-2,1]`)
+	select {
+	case <-shared.disposed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("not disposed after the last release")
+	}
+	p.send(`["release",-2,1]`)
+	p.expectAbort("release of unknown export id -2")
+}
+
+// TestAbortReceived: an abort from the peer ends the session and fails pending calls with the
+// peer's error, without an answer.
+func TestAbortReceived(t *testing.T) {
+	serverEnd, clientEnd := capnweb.Pipe()
+	client := capnweb.NewSession(clientEnd, capnweb.Options{})
+	defer client.Close()
+	p := client.Main().Call(context.Background(), "hello", "x")
+	if _, err := serverEnd.ReadMessage(); err != nil { // the push
+		t.Fatal(err)
+	}
+	if err := serverEnd.WriteMessage([]byte(`["abort",["error","RangeError","going away"]]`)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := p.Await(context.Background())
+	if err == nil || err.Error() != "RangeError: going away" {
+		t.Fatalf("pending call after abort: %v", err)
+	}
+	<-client.Done()
+}
+
+// TestKeepAliveDropsSilentPeer: a peer that never answers pings is disconnected.
+func TestKeepAliveDropsSilentPeer(t *testing.T) {
+	sessions := make(chan *capnweb.Session, 1)
+	srv := newServer(sessions)
+	srv.Options.KeepAlive = 20 * time.Millisecond
+	hs := httptest.NewServer(http.HandlerFunc(srv.ServeWebSocket))
+	defer hs.Close()
+	c, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(hs.URL, "http"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close() // never reads, so never answers a ping
+	s := <-sessions
+	select {
+	case <-s.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("silent peer not dropped")
+	}
 }

@@ -435,13 +435,19 @@ func (s *Session) handlePush(expr any) error {
 		h = ph
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	if s.closed {
+		s.mu.Unlock()
+		h.dispose()
+		return nil
+	}
 	if len(s.exports) >= s.lim.MaxExports {
+		s.mu.Unlock()
 		h.dispose()
 		return badMessage("export table is full (%d entries)", s.lim.MaxExports)
 	}
 	s.nextSlot++
 	s.exports[s.nextSlot] = &exportEntry{hook: h, refs: 1, promise: true}
+	s.mu.Unlock()
 	return nil
 }
 
@@ -670,6 +676,8 @@ func (s *Session) decodeExport(id int64) (any, error) {
 	defer s.mu.Unlock()
 	e := s.imports[id]
 	switch {
+	case s.closed:
+		return nil, s.err
 	case e != nil && e.promise:
 		return nil, badMessage("export id %d is already a promise", id)
 	case e != nil:
@@ -691,6 +699,9 @@ func (s *Session) decodePromise(id int64) (any, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return nil, s.err
+	}
 	if s.imports[id] != nil {
 		return nil, badMessage("promise id %d is already in use", id)
 	}

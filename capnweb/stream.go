@@ -166,12 +166,18 @@ func (s *Session) handlePipe() error {
 		return err
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.exports) >= s.lim.MaxExports {
+	if s.closed || len(s.exports) >= s.lim.MaxExports {
+		closed := s.closed
+		s.mu.Unlock()
+		lt.release()
+		if closed {
+			return nil
+		}
 		return badMessage("export table is full (%d entries)", s.lim.MaxExports)
 	}
 	s.nextSlot++
 	s.exports[s.nextSlot] = &exportEntry{hook: &targetHook{lt: lt}, refs: 1, pipe: sink}
+	s.mu.Unlock()
 	return nil
 }
 
@@ -183,6 +189,10 @@ func (s *Session) handleStream(expr any) error {
 	s.mu.Lock()
 	id := s.nextSlot
 	e := s.exports[id]
+	if s.closed || e == nil {
+		s.mu.Unlock()
+		return nil
+	}
 	e.pulled = true
 	s.obligations++
 	s.mu.Unlock()

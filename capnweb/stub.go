@@ -2,6 +2,7 @@ package capnweb
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 )
@@ -241,6 +242,46 @@ func (p *Promise) Dispose() {
 	}
 }
 
+// AwaitAll awaits several promises together: every result is requested before waiting, so
+// they cost one round trip (like JavaScript's Promise.all). It returns the values in order, or
+// the first error in order.
+func AwaitAll(ctx context.Context, ps ...*Promise) ([]any, error) {
+	unblock(ctx)
+	type result struct {
+		v   any
+		err error
+	}
+	chans := make([]chan result, len(ps))
+	flushed := map[*Session]bool{}
+	for i, p := range ps {
+		ch := make(chan result, 1)
+		chans[i] = ch
+		p.whenSettled(func(v any, err error) { ch <- result{v, err} })
+	}
+	for _, p := range ps {
+		if h, _, err := p.state(); err == nil {
+			if s := h.session(); s != nil && !flushed[s] {
+				flushed[s] = true
+				s.flush()
+			}
+		}
+	}
+	out := make([]any, len(ps))
+	var firstErr error
+	for i, ch := range chans {
+		select {
+		case r := <-ch:
+			out[i] = r.v
+			if r.err != nil && firstErr == nil {
+				firstErr = r.err
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return out, firstErr
+}
+
 // AwaitAs awaits p and converts the result to T with the same rules as handler parameters.
 func AwaitAs[T any](ctx context.Context, p *Promise) (T, error) {
 	var out T
@@ -276,15 +317,22 @@ func callPath(ctx context.Context, st *Stub, p *Promise, path []any, args []any)
 	return &Promise{h: h.call(path, cargs, true)}
 }
 
-// normalizePath converts integer path elements to float64 as on the wire.
+// normalizePath converts integer path elements to float64 as on the wire. Elements other than
+// strings and integers are a programming error and become the string form of the value.
 func normalizePath(path []any) []any {
 	out := make([]any, len(path))
 	for i, k := range path {
 		switch k := k.(type) {
+		case string:
+			out[i] = k
 		case int:
 			out[i] = float64(k)
-		default:
+		case int64:
+			out[i] = float64(k)
+		case float64:
 			out[i] = k
+		default:
+			out[i] = fmt.Sprint(k)
 		}
 	}
 	return out

@@ -29,7 +29,8 @@ type DynamicTarget interface {
 }
 
 // Disposer is implemented by targets that want to know when the session holds no reference to
-// them any more (the peer released every stub, or the session ended).
+// them any more (the peer released every stub, or the session ended). Dispose may run on the
+// session's read loop and must not block.
 type Disposer interface {
 	Dispose()
 }
@@ -292,15 +293,18 @@ var (
 	errType     = reflect.TypeFor[error]()
 )
 
-// methodsOf returns the RPC methods of a type keyed by their JavaScript name.
+// methodsOf returns the RPC methods of a type keyed by their JavaScript name. Methods promoted
+// from an embedded field are left out unless that field is itself a target, so that embedding
+// e.g. a sync.Mutex does not expose Lock to the peer.
 func methodsOf(t reflect.Type) map[string]*methodInfo {
 	if m, ok := methodCache.Load(t); ok {
 		return m.(map[string]*methodInfo)
 	}
+	hidden := promotedMethods(t)
 	out := map[string]*methodInfo{}
 	for i := range t.NumMethod() {
 		m := t.Method(i)
-		if !m.IsExported() || m.Name == "Dispose" {
+		if !m.IsExported() || m.Name == "Dispose" || hidden[m.Name] {
 			continue
 		}
 		fi := analyzeFunc(m.Type, 1) // skip the receiver
@@ -309,6 +313,32 @@ func methodsOf(t reflect.Type) map[string]*methodInfo {
 	}
 	methodCache.Store(t, out)
 	return out
+}
+
+// promotedMethods lists the methods a struct type (or pointer to one) gets from embedded
+// fields that are not targets.
+func promotedMethods(t reflect.Type) map[string]bool {
+	st := t
+	if st.Kind() == reflect.Pointer {
+		st = st.Elem()
+	}
+	hidden := map[string]bool{}
+	if st.Kind() != reflect.Struct {
+		return hidden
+	}
+	targetType := reflect.TypeFor[target]()
+	for i := range st.NumField() {
+		f := st.Field(i)
+		if !f.Anonymous || f.Type.Implements(targetType) || reflect.PointerTo(f.Type).Implements(targetType) {
+			continue
+		}
+		for _, ft := range []reflect.Type{f.Type, reflect.PointerTo(f.Type)} {
+			for j := range ft.NumMethod() {
+				hidden[ft.Method(j).Name] = true
+			}
+		}
+	}
+	return hidden
 }
 
 // jsName converts a Go method name to the JavaScript convention: "MakeCounter" -> "makeCounter",

@@ -3,6 +3,7 @@ package capnweb_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -24,6 +25,12 @@ func (r *recorder) Record(i int) int {
 	defer r.mu.Unlock()
 	r.order = append(r.order, i)
 	return i
+}
+
+// locked embeds a mutex, whose methods must not become RPC methods, and a target, whose must.
+type locked struct {
+	sync.Mutex
+	*recorder
 }
 
 // Point is a struct parameter.
@@ -79,7 +86,8 @@ func (r *recorder) Dispose() {
 
 func pair(t *testing.T, main any) (*capnweb.Session, *capnweb.Stub) {
 	a, b := capnweb.Pipe()
-	server := capnweb.NewSession(a, capnweb.Options{Main: main, Peer: capnweb.PeerInfo{Transport: "pipe"}})
+	server := capnweb.NewSession(a, capnweb.Options{Main: main, Peer: capnweb.PeerInfo{Transport: "pipe"},
+		Logger: slog.New(slog.DiscardHandler)})
 	client := capnweb.NewSession(b, capnweb.Options{})
 	t.Cleanup(func() { client.Close(); server.Close() })
 	return server, client.Main()
@@ -232,5 +240,16 @@ func TestMainDisposedAtSessionEnd(t *testing.T) {
 	}
 	if server.Err() == nil {
 		t.Fatal("closed session has no error")
+	}
+}
+
+func TestEmbeddedMethods(t *testing.T) {
+	_, main := pair(t, &locked{recorder: &recorder{}})
+	ctx := context.Background()
+	if _, err := main.Call(ctx, "lock").Await(ctx); err == nil || err.Error() != "TypeError: 'lock' is not a function." {
+		t.Fatalf("embedded mutex reachable: %v", err)
+	}
+	if v, err := main.Call(ctx, "record", 4).Await(ctx); err != nil || v != 4.0 {
+		t.Fatalf("embedded target method: %v %v", v, err)
 	}
 }

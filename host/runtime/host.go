@@ -79,8 +79,8 @@ func (hi *HostInterface) define(l *capi.Linker) error {
 				}
 				return ft, nil
 			},
-			Call: func(s *capi.Store, args []any) (any, error) {
-				return s.Owner().(*Instance).callHost(iface, key, f, args)
+			Call: func(s *capi.Store, args, res *wit.Flat) error {
+				return s.Owner().(*Instance).callHost(iface, key, f, args, res)
 			},
 		}
 	}
@@ -90,14 +90,15 @@ func (hi *HostInterface) define(l *capi.Linker) error {
 	return nil
 }
 
-// callHost runs a host function for the instance (on the goroutine inside Instance.Call).
-func (in *Instance) callHost(iface, key string, f *HostFunc, args []any) (any, error) {
+// callHost runs a host function for the instance (on the goroutine inside Instance.Call):
+// it lifts the canonical arguments from args and lowers the result into res.
+func (in *Instance) callHost(iface, key string, f *HostFunc, args, res *wit.Flat) error {
 	ft := in.comp.imports[key]
-	lifted := make([]any, len(args))
-	for i, a := range args {
-		x, err := wit.LiftArg(ft.Params[i].Type, a, i)
+	lifted := make([]any, len(ft.Params))
+	for i, p := range ft.Params {
+		x, err := wit.LiftArg(p.Type, args, i)
 		if err != nil {
-			return nil, in.hostFailed(fmt.Errorf("host function %s: %w", key, err))
+			return in.hostFailed(fmt.Errorf("host function %s: %w", key, err))
 		}
 		lifted[i] = x
 	}
@@ -105,24 +106,21 @@ func (in *Instance) callHost(iface, key string, f *HostFunc, args []any) (any, e
 	if ctx == nil {
 		ctx = context.Background() // a call made during instantiation
 	}
-	res, err := safeCall(ctx, f, &HostCall{inst: in, state: in.states[iface]}, lifted)
-	rt := ft.Result
+	out, err := safeCall(ctx, f, &HostCall{inst: in, state: in.states[iface]}, lifted)
 	var fail *ResultError
+	isErr := ft.Result != nil && ft.Result.Kind == wit.Result && errors.As(err, &fail)
 	switch {
-	case rt != nil && rt.Kind == wit.Result && errors.As(err, &fail):
-		res = map[string]any{"err": fail.Value}
+	case isErr:
+		out = fail.Value
 	case err != nil:
-		return nil, in.hostFailed(fmt.Errorf("host function %s: %w", key, err))
-	case rt == nil:
-		return nil, nil
-	case rt.Kind == wit.Result:
-		res = map[string]any{"ok": res}
+		return in.hostFailed(fmt.Errorf("host function %s: %w", key, err))
+	case ft.Result == nil:
+		return nil
 	}
-	out, err := wit.Lower(rt, res, "result")
-	if err != nil {
-		return nil, in.hostFailed(fmt.Errorf("host function %s: %w", key, err))
+	if err := wit.LowerReturn(ft.Result, out, isErr, res); err != nil {
+		return in.hostFailed(fmt.Errorf("host function %s: %w", key, err))
 	}
-	return out, nil
+	return nil
 }
 
 // hostFailed remembers why a host function trapped the guest, for the TrapError.

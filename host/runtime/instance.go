@@ -56,7 +56,8 @@ type Instance struct {
 	mu      sync.Mutex // guards everything below, and the store
 	store   *capi.Store
 	inst    *capi.Instance
-	funcs   map[string]boundFunc // by the name callers use
+	funcs   map[string]*boundFunc // by the name callers use
+	last    *boundFunc            // the function of the latest call
 	states  map[string]any
 	outputs []*lineWriter
 	retired error
@@ -67,6 +68,9 @@ type Instance struct {
 	deadline time.Time
 	timedOut bool
 	hostErr  error
+	// vals carries the values of the call (arguments, then result); host function calls
+	// use the store's own.
+	vals wit.Flat
 	// armed is the Runtime.epoch value at which the store's epoch deadline next fires.
 	armed uint64
 }
@@ -86,7 +90,7 @@ func (rt *Runtime) Instantiate(ctx context.Context, comp *Component, cfg Instanc
 		return nil, fmt.Errorf("instantiate %s: %w", cfg.Name, err)
 	}
 	cfg.Limits = cfg.Limits.withDefaults()
-	in := &Instance{rt: rt, comp: comp, cfg: cfg, funcs: make(map[string]boundFunc), states: make(map[string]any)}
+	in := &Instance{rt: rt, comp: comp, cfg: cfg, funcs: make(map[string]*boundFunc), states: make(map[string]any)}
 	stdout, stderr := &lineWriter{inst: in, stream: "stdout"}, &lineWriter{inst: in, stream: "stderr"}
 	in.outputs = []*lineWriter{stdout, stderr}
 	in.store, err = capi.NewStore(rt.eng, capi.StoreConfig{
@@ -119,7 +123,11 @@ func (rt *Runtime) Instantiate(ctx context.Context, comp *Component, cfg Instanc
 	}
 	in.inst, err = linker.Instantiate(in.store, comp.c)
 	if err != nil {
-		terr := in.classify("", err)
+		var ce *capi.Error
+		if !errors.As(err, &ce) {
+			ce = &capi.Error{Message: err.Error()}
+		}
+		terr := in.classify("", ce)
 		in.end()
 		in.release()
 		return nil, fmt.Errorf("instantiate %s: %w", cfg.Name, terr)
@@ -149,7 +157,13 @@ func (l Limits) withDefaults() Limits {
 // without calling the guest. Guest failures return a *TrapError and retire the instance.
 func (in *Instance) Call(ctx context.Context, name string, args ...any) (any, error) {
 	in.mu.Lock()
-	defer in.mu.Unlock()
+	defer in.mu.Unlock() // the only defer and a single return keep the defer open-coded (cheap)
+	res, err := in.callLocked(ctx, name, args)
+	in.vals.Reset() // no references to the caller's or the guest's values outlive the call
+	return res, err
+}
+
+func (in *Instance) callLocked(ctx context.Context, name string, args []any) (any, error) {
 	switch {
 	case in.closed:
 		return nil, fmt.Errorf("call %s: %w", name, ErrClosed)
@@ -163,54 +177,57 @@ func (in *Instance) Call(ctx context.Context, name string, args ...any) (any, er
 	if len(args) != len(ft.Params) {
 		return nil, fmt.Errorf("call %s: got %d arguments, want %d: %s", name, len(args), len(ft.Params), ft)
 	}
-	cargs := make([]any, len(args))
 	for i, a := range args {
-		if cargs[i], err = wit.LowerArg(ft.Params[i].Type, a, i); err != nil {
+		if err := wit.LowerArg(ft.Params[i].Type, a, i, &in.vals); err != nil {
 			return nil, fmt.Errorf("call %s: %w", name, err)
 		}
 	}
 	if err := in.begin(ctx); err != nil {
 		return nil, fmt.Errorf("call %s: %w", name, err)
 	}
-	res, err := f.Call(ft, cargs)
+	// The arguments are consumed before the result is appended: one Flat serves both.
+	err = f.Call(ft, &in.vals, &in.vals)
 	if err != nil {
 		var ce *capi.Error
 		if !errors.As(err, &ce) {
 			in.end()
 			return nil, fmt.Errorf("call %s: %w", name, err) // a conversion bug, not the guest's
 		}
-		terr := in.classify(name, err)
+		in.retired = in.classify(name, ce)
 		in.end()
-		in.retired = terr
 		in.release()
-		return nil, terr
+		return nil, in.retired
 	}
 	in.end()
 	if ft.Result == nil {
 		return nil, nil
 	}
-	out, err := wit.Lift(ft.Result, res, "result")
-	if err != nil {
+	out, isErr, err := wit.LiftReturn(ft.Result, &in.vals)
+	switch {
+	case err != nil:
 		return nil, fmt.Errorf("call %s: %w", name, err)
-	}
-	if ft.Result.Kind == wit.Result {
-		m := out.(map[string]any)
-		if e, isErr := m["err"]; isErr {
-			return nil, &ResultError{Value: e}
-		}
-		return m["ok"], nil
+	case isErr:
+		return nil, &ResultError{Value: out}
 	}
 	return out, nil
 }
 
 // boundFunc is an exported function of this instance, looked up once.
 type boundFunc struct {
-	f  capi.Func
-	ft *wit.FuncType
+	name string
+	f    capi.Func
+	ft   *wit.FuncType
 }
 
+// funcLocked returns the exported function called name. The last one used is checked first:
+// callers tend to call one function many times, and comparing the name is cheaper than
+// hashing it.
 func (in *Instance) funcLocked(name string) (capi.Func, *wit.FuncType, error) {
+	if b := in.last; b != nil && b.name == name {
+		return b.f, b.ft, nil
+	}
 	if b, ok := in.funcs[name]; ok {
+		in.last = b
 		return b.f, b.ft, nil
 	}
 	e, idx, err := in.comp.export(name)
@@ -221,7 +238,8 @@ func (in *Instance) funcLocked(name string) (capi.Func, *wit.FuncType, error) {
 	if !ok {
 		return capi.Func{}, nil, fmt.Errorf("call %s: %w", name, ErrNoExport)
 	}
-	in.funcs[name] = boundFunc{f: f, ft: e.ft}
+	in.last = &boundFunc{name: name, f: f, ft: e.ft}
+	in.funcs[name] = in.last
 	return f, e.ft, nil
 }
 
@@ -270,9 +288,7 @@ func (in *Instance) beforeDeadline() bool {
 }
 
 // classify turns a Wasmtime error into a *TrapError of the right kind.
-func (in *Instance) classify(name string, err error) *TrapError {
-	var ce *capi.Error
-	errors.As(err, &ce)
+func (in *Instance) classify(name string, ce *capi.Error) *TrapError {
 	te := &TrapError{Kind: ErrTrap, Func: name, Message: firstLine(ce.Message), Backtrace: ce.Frames, Host: in.hostErr}
 	switch {
 	case in.timedOut:
@@ -355,7 +371,7 @@ func (in *Instance) release() {
 		return
 	}
 	in.store.Close()
-	in.store, in.inst, in.funcs = nil, nil, nil
+	in.store, in.inst, in.funcs, in.last = nil, nil, nil, nil
 	for _, w := range in.outputs {
 		w.flush()
 	}

@@ -1,79 +1,118 @@
 package wit
 
-import "fmt"
+import "math"
 
-// Lift turns the canonical value v of type t into its JSON-ish form (see the package
-// documentation). A canonical value that does not match t is reported as a *ValueError rather
-// than a panic; at names the value in error messages.
-func Lift(t *Type, v any, at string) (any, error) {
-	return lift(t, v, &path{field: at})
+// Lift consumes one canonical value of type t from f and returns its JSON-ish form (see the
+// package documentation). A Flat that does not match t is reported as a *ValueError wrapping
+// ErrFlatShort rather than a panic; at names the value in error messages.
+func Lift(t *Type, f *Flat, at string) (any, error) {
+	v, err := lift(t, f)
+	if err != nil {
+		return nil, under(err, at)
+	}
+	return v, nil
 }
 
-func lift(t *Type, v any, p *path) (any, error) {
+// LiftArg is Lift for argument i of a call (error paths start with "args[i]").
+func LiftArg(t *Type, f *Flat, i int) (any, error) {
+	v, err := lift(t, f)
+	if err != nil {
+		return nil, under(err, "args"+index(i))
+	}
+	return v, nil
+}
+
+// LiftReturn is the inverse of LowerReturn: it consumes what a function returned and, when t
+// is a result type, unwraps it into the payload of the side it holds and isErr.
+func LiftReturn(t *Type, f *Flat) (v any, isErr bool, err error) {
+	if t.Kind != Result {
+		v, err = Lift(t, f, "result")
+		return v, false, err
+	}
+	key, side, err := liftSide(t, f)
+	if err == nil && side != nil {
+		v, err = lift(side, f)
+		err = under(err, key)
+	}
+	if err != nil {
+		return nil, false, under(err, "result")
+	}
+	return v, key == "err", nil
+}
+
+// liftSide consumes a result's discriminant and returns its key ("ok" or "err") and the type
+// of its payload (nil when that side has none).
+func liftSide(t *Type, f *Flat) (string, *Type, error) {
+	d, ok := f.Index(2)
+	switch {
+	case !ok:
+		return "", nil, shortError(t)
+	case d == 1:
+		return "err", t.Err, nil
+	}
+	return "ok", t.Ok, nil
+}
+
+func lift(t *Type, f *Flat) (any, error) {
 	switch t.Kind {
-	case Bool, S8, U8, S16, U16, S32, U32, S64, U64, F32, F64, String, Enum:
-		if !canonicalScalar(t.Kind, v) {
-			return nil, p.mismatch(t, v)
+	case String:
+		if s, ok := f.Str(); ok {
+			return s, nil
 		}
-		return v, nil
-	case Char:
-		r, ok := v.(rune)
-		if !ok {
-			return nil, p.mismatch(t, v)
-		}
-		return string(r), nil
+		return nil, shortError(t)
 	case List:
 		if t.Elem.Kind == U8 {
-			if b, ok := v.([]byte); ok {
+			if b, ok := f.ByteList(); ok {
 				return b, nil
 			}
-			return nil, p.mismatch(t, v)
+			return nil, shortError(t)
 		}
-		return liftSeq(v, p, t, func(int) *Type { return t.Elem }, -1)
+		n, ok := f.Word()
+		if !ok || n > uint64(len(f.Words)+len(f.Strs)+len(f.Bytes)) { // each element takes one at least
+			return nil, shortError(t)
+		}
+		return liftSeq(f, int(n), func(int) *Type { return t.Elem })
 	case Tuple:
-		return liftSeq(v, p, t, func(i int) *Type { return t.Elems[i] }, len(t.Elems))
+		return liftSeq(f, len(t.Elems), func(i int) *Type { return t.Elems[i] })
 	case Record:
-		elems, ok := v.([]any)
-		if !ok || len(elems) != len(t.Fields) {
-			return nil, p.mismatch(t, v)
-		}
-		out := make(map[string]any, len(elems))
-		for i, f := range t.Fields {
-			x, err := lift(f.Type, elems[i], p.child(f.Name))
+		out := make(map[string]any, len(t.Fields))
+		for _, fd := range t.Fields {
+			x, err := lift(fd.Type, f)
 			if err != nil {
-				return nil, err
+				return nil, under(err, fd.Name)
 			}
-			out[f.Name] = x
+			out[fd.Name] = x
 		}
 		return out, nil
 	case Variant:
-		vv, ok := v.(VariantValue)
+		i, ok := f.Index(len(t.Cases))
 		if !ok {
-			return nil, p.mismatch(t, v)
+			return nil, shortError(t)
 		}
-		for _, c := range t.Cases {
-			if c.Name != vv.Case {
-				continue
-			}
-			if c.Type == nil {
-				return map[string]any{"tag": c.Name}, nil
-			}
-			x, err := lift(c.Type, vv.Val, p.child(c.Name))
-			if err != nil {
-				return nil, err
-			}
-			return map[string]any{"tag": c.Name, "val": x}, nil
+		c := t.Cases[i]
+		if c.Type == nil {
+			return map[string]any{"tag": c.Name}, nil
 		}
-		return nil, p.errorf("%q is not a case of %s", vv.Case, t.String())
+		x, err := lift(c.Type, f)
+		if err != nil {
+			return nil, under(err, c.Name)
+		}
+		return map[string]any{"tag": c.Name, "val": x}, nil
+	case Enum:
+		i, ok := f.Index(len(t.Names))
+		if !ok {
+			return nil, shortError(t)
+		}
+		return t.Names[i], nil
 	case Option:
-		if v == nil {
+		some, ok := f.Index(2)
+		if !ok {
+			return nil, shortError(t)
+		}
+		if some == 0 {
 			return nil, nil
 		}
-		sv, ok := v.(SomeValue)
-		if !ok {
-			return nil, p.mismatch(t, v)
-		}
-		x, err := lift(t.Elem, sv.Val, p)
+		x, err := lift(t.Elem, f)
 		if err != nil {
 			return nil, err
 		}
@@ -82,89 +121,79 @@ func lift(t *Type, v any, p *path) (any, error) {
 		}
 		return x, nil
 	case Result:
-		rv, ok := v.(ResultValue)
-		if !ok {
-			return nil, p.mismatch(t, v)
-		}
-		key, side := "ok", t.Ok
-		if rv.IsErr {
-			key, side = "err", t.Err
+		key, side, err := liftSide(t, f)
+		if err != nil {
+			return nil, err
 		}
 		if side == nil {
 			return map[string]any{key: nil}, nil
 		}
-		x, err := lift(side, rv.Val, p.child(key))
+		x, err := lift(side, f)
 		if err != nil {
-			return nil, err
+			return nil, under(err, key)
 		}
 		return map[string]any{key: x}, nil
 	case Flags:
-		fs, ok := v.([]string)
-		if !ok {
-			return nil, p.mismatch(t, v)
+		bits, ok := f.Word()
+		if !ok || len(t.Names) < MaxFlags && bits>>len(t.Names) != 0 {
+			return nil, shortError(t)
 		}
-		return fs, nil
-	case Own, Borrow:
-		h, ok := v.(Handle)
-		if !ok {
-			return nil, p.mismatch(t, v)
+		out := make([]string, 0, len(t.Names))
+		for i, n := range t.Names {
+			if bits&(1<<i) != 0 {
+				out = append(out, n)
+			}
 		}
-		return h, nil
+		return out, nil
 	}
-	return nil, p.errorf("values of type %s are not supported", t.String())
+	w, ok := f.Word()
+	if !ok {
+		return nil, shortError(t)
+	}
+	return liftWord(t, w)
 }
 
-func liftSeq(v any, p *path, t *Type, elem func(int) *Type, n int) (any, error) {
-	elems, ok := v.([]any)
-	if !ok || (n >= 0 && len(elems) != n) {
-		return nil, p.mismatch(t, v)
+// liftWord converts the one-word canonical forms.
+func liftWord(t *Type, w uint64) (any, error) {
+	switch t.Kind {
+	case Bool:
+		return w != 0, nil
+	case S8:
+		return int8(w), nil
+	case U8:
+		return uint8(w), nil
+	case S16:
+		return int16(w), nil
+	case U16:
+		return uint16(w), nil
+	case S32:
+		return int32(w), nil
+	case U32:
+		return uint32(w), nil
+	case S64:
+		return int64(w), nil
+	case U64:
+		return w, nil
+	case F32:
+		return math.Float32frombits(uint32(w)), nil
+	case F64:
+		return math.Float64frombits(w), nil
+	case Char:
+		return string(rune(w)), nil
+	case Own, Borrow:
+		return Handle(w), nil
 	}
-	out := make([]any, len(elems))
-	for i, e := range elems {
-		x, err := lift(elem(i), e, p.at(i))
+	return nil, errorf("values of type %s are not supported", t.String())
+}
+
+func liftSeq(f *Flat, n int, elem func(int) *Type) (any, error) {
+	out := make([]any, n)
+	for i := range out {
+		x, err := lift(elem(i), f)
 		if err != nil {
-			return nil, err
+			return nil, under(err, index(i))
 		}
 		out[i] = x
 	}
 	return out, nil
-}
-
-// canonicalScalar reports whether v has the exact Go type that the canonical form uses for k.
-func canonicalScalar(k Kind, v any) bool {
-	var ok bool
-	switch k {
-	case Bool:
-		_, ok = v.(bool)
-	case S8:
-		_, ok = v.(int8)
-	case U8:
-		_, ok = v.(uint8)
-	case S16:
-		_, ok = v.(int16)
-	case U16:
-		_, ok = v.(uint16)
-	case S32:
-		_, ok = v.(int32)
-	case U32:
-		_, ok = v.(uint32)
-	case S64:
-		_, ok = v.(int64)
-	case U64:
-		_, ok = v.(uint64)
-	case F32:
-		_, ok = v.(float32)
-	case F64:
-		_, ok = v.(float64)
-	case String, Enum:
-		_, ok = v.(string)
-	default:
-		panic(fmt.Sprintf("BUG: canonicalScalar(%s)", k))
-	}
-	return ok
-}
-
-// LiftArg is Lift for argument i of a call (error paths start with "args[i]").
-func LiftArg(t *Type, v any, i int) (any, error) {
-	return lift(t, v, (&path{field: "args"}).at(i))
 }

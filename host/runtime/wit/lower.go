@@ -6,139 +6,167 @@ import (
 	"unicode/utf8"
 )
 
-// Lower checks the JSON-ish value v against t and returns its canonical form (see the package
-// documentation for both forms). at names the value in error messages, for example "args[0]".
-// Every mismatch is a *ValueError; Lower never panics.
-func Lower(t *Type, v any, at string) (any, error) {
-	return lower(t, v, &path{field: at})
+// Lower checks the JSON-ish value v against t and appends its canonical form to f (see the
+// package documentation for both forms). at names the value in error messages, for example
+// "result". Every mismatch is a *ValueError, after which f holds a partial value (Reset it);
+// Lower never panics.
+func Lower(t *Type, v any, at string, f *Flat) error {
+	if err := lower(t, v, f); err != nil {
+		return under(err, at)
+	}
+	return nil
 }
 
-func lower(t *Type, v any, p *path) (any, error) {
+// LowerArg is Lower for argument i of a call: error paths start with "args[i]".
+func LowerArg(t *Type, v any, i int, f *Flat) error {
+	if err := lower(t, v, f); err != nil {
+		return under(err, "args"+index(i))
+	}
+	return nil
+}
+
+// LowerReturn lowers what a function returns, with a WIT `result` unwrapped: when t is a
+// result type, v is the payload of its ok side, or of its err side when isErr is set (nil for
+// a side without type). For any other t, v is the value and isErr must be false.
+func LowerReturn(t *Type, v any, isErr bool, f *Flat) error {
+	var err error
+	switch {
+	case t.Kind == Result:
+		err = lowerSide(t, v, isErr, f)
+	case isErr:
+		err = errorf("an error for %s, which is not a result type", t.String())
+	default:
+		err = lower(t, v, f)
+	}
+	if err != nil {
+		return under(err, "result")
+	}
+	return nil
+}
+
+// lowerSide lowers the payload v of the ok (or, with isErr, the err) side of result type t.
+func lowerSide(t *Type, v any, isErr bool, f *Flat) error {
+	key, side := "ok", t.Ok
+	if isErr {
+		key, side = "err", t.Err
+	}
+	f.PutWord(b2w(isErr))
+	if side == nil {
+		if v != nil {
+			return errorf("%s of %s has no payload", key, t.String())
+		}
+		return nil
+	}
+	if err := lower(side, v, f); err != nil {
+		return under(err, key)
+	}
+	return nil
+}
+
+func b2w(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func lower(t *Type, v any, f *Flat) error {
 	switch t.Kind {
 	case Bool:
-		if b, ok := v.(bool); ok {
-			return b, nil
+		b, ok := v.(bool)
+		if !ok {
+			return mismatch(t, v)
 		}
-		return nil, p.mismatch(t, v)
+		f.PutWord(b2w(b))
 	case S8, S16, S32, S64:
 		n, ok := toNumber(v)
 		if !ok {
-			return nil, p.mismatch(t, v)
+			return mismatch(t, v)
 		}
-		bits := intBits(t.Kind)
-		i, ok := n.signed(bits)
+		i, ok := n.signed(intBits(t.Kind))
 		if !ok {
-			return nil, p.errorf("%v is out of range for %s", v, t.Kind)
+			return errorf("%v is out of range for %s", v, t.Kind)
 		}
-		switch t.Kind {
-		case S8:
-			return int8(i), nil
-		case S16:
-			return int16(i), nil
-		case S32:
-			return int32(i), nil
-		}
-		return i, nil
+		f.PutWord(uint64(i))
 	case U8, U16, U32, U64:
 		n, ok := toNumber(v)
 		if !ok {
-			return nil, p.mismatch(t, v)
+			return mismatch(t, v)
 		}
 		u, ok := n.unsigned(intBits(t.Kind))
 		if !ok {
-			return nil, p.errorf("%v is out of range for %s", v, t.Kind)
+			return errorf("%v is out of range for %s", v, t.Kind)
 		}
-		switch t.Kind {
-		case U8:
-			return uint8(u), nil
-		case U16:
-			return uint16(u), nil
-		case U32:
-			return uint32(u), nil
-		}
-		return u, nil
+		f.PutWord(u)
 	case F32:
 		n, ok := toNumber(v)
 		if !ok {
-			return nil, p.mismatch(t, v)
+			return mismatch(t, v)
 		}
-		f := n.float()
-		if !math.IsInf(f, 0) && !math.IsNaN(f) && math.Abs(f) > math.MaxFloat32 {
-			return nil, p.errorf("%v is out of range for f32", v)
+		x := n.float()
+		if !math.IsInf(x, 0) && !math.IsNaN(x) && math.Abs(x) > math.MaxFloat32 {
+			return errorf("%v is out of range for f32", v)
 		}
-		return float32(f), nil
+		f.PutWord(uint64(math.Float32bits(float32(x))))
 	case F64:
 		n, ok := toNumber(v)
 		if !ok {
-			return nil, p.mismatch(t, v)
+			return mismatch(t, v)
 		}
-		return n.float(), nil
+		f.PutWord(math.Float64bits(n.float()))
 	case Char:
 		s, ok := v.(string)
 		if !ok {
-			return nil, p.mismatch(t, v)
+			return mismatch(t, v)
 		}
 		r, size := utf8.DecodeRuneInString(s)
 		if size == 0 || size != len(s) || (r == utf8.RuneError && size == 1) {
-			return nil, p.errorf("want exactly one Unicode scalar value, got %q", s)
+			return errorf("want exactly one Unicode scalar value, got %q", s)
 		}
-		return r, nil
+		f.PutWord(uint64(r))
 	case String:
 		s, ok := v.(string)
 		if !ok {
-			return nil, p.mismatch(t, v)
+			return mismatch(t, v)
 		}
 		if !utf8.ValidString(s) {
-			return nil, p.errorf("string is not valid UTF-8")
+			return errorf("string is not valid UTF-8")
 		}
-		return s, nil
+		f.PutStr(s)
 	case List:
-		return lowerList(t, v, p)
+		return lowerList(t, v, f)
 	case Record:
-		return lowerRecord(t, v, p)
+		return lowerRecord(t, v, f)
 	case Tuple:
-		elems, ok := asSlice(v)
-		if !ok {
-			return nil, p.mismatch(t, v)
-		}
-		if len(elems) != len(t.Elems) {
-			return nil, p.errorf("want %d tuple elements, got %d", len(t.Elems), len(elems))
-		}
-		out := make([]any, len(elems))
-		for i, e := range elems {
-			x, err := lower(t.Elems[i], e, p.at(i))
-			if err != nil {
-				return nil, err
-			}
-			out[i] = x
-		}
-		return out, nil
+		return lowerTuple(t, v, f)
 	case Variant:
-		return lowerVariant(t, v, p)
+		return lowerVariant(t, v, f)
 	case Enum:
 		s, ok := v.(string)
 		if !ok {
-			return nil, p.mismatch(t, v)
+			return mismatch(t, v)
 		}
-		for _, n := range t.Names {
-			if n == s {
-				return n, nil
-			}
+		i := indexOf(t.Names, s)
+		if i < 0 {
+			return errorf("%q is not a case of %s", s, t.String())
 		}
-		return nil, p.errorf("%q is not a case of %s", s, t.String())
+		f.PutWord(uint64(i))
 	case Option:
-		return lowerOption(t, v, p)
+		return lowerOption(t, v, f)
 	case Result:
-		return lowerResult(t, v, p)
+		return lowerResult(t, v, f)
 	case Flags:
-		return lowerFlags(t, v, p)
+		return lowerFlags(t, v, f)
 	case Own, Borrow:
-		if h, ok := v.(Handle); ok {
-			return h, nil
+		h, ok := v.(Handle)
+		if !ok {
+			return mismatch(t, v)
 		}
-		return nil, p.mismatch(t, v)
+		f.PutWord(uint64(h))
+	default:
+		return errorf("values of type %s are not supported", t.String())
 	}
-	return nil, p.errorf("values of type %s are not supported", t.String())
+	return nil
 }
 
 func intBits(k Kind) uint {
@@ -153,228 +181,221 @@ func intBits(k Kind) uint {
 	return 64
 }
 
-func lowerList(t *Type, v any, p *path) (any, error) {
-	if t.Elem.Kind == U8 {
-		if b, ok := v.([]byte); ok {
-			return b, nil
-		}
-		elems, ok := asSlice(v)
-		if !ok {
-			return nil, p.mismatch(t, v)
-		}
-		out := make([]byte, len(elems))
-		for i, e := range elems {
-			x, err := lower(t.Elem, e, p.at(i))
-			if err != nil {
-				return nil, err
-			}
-			out[i] = x.(uint8)
-		}
-		return out, nil
+func lowerList(t *Type, v any, f *Flat) error {
+	if b, ok := v.([]byte); ok && t.Elem.Kind == U8 {
+		f.PutBytes(b)
+		return nil
 	}
 	elems, ok := asSlice(v)
 	if !ok {
-		return nil, p.mismatch(t, v)
+		return mismatch(t, v)
 	}
-	out := make([]any, len(elems))
-	for i, e := range elems {
-		x, err := lower(t.Elem, e, p.at(i))
-		if err != nil {
-			return nil, err
+	if t.Elem.Kind == U8 { // numbers, as JSON has them
+		b := make([]byte, len(elems))
+		for i, e := range elems {
+			n, ok := toNumber(e)
+			if !ok {
+				return under(mismatch(t.Elem, e), index(i))
+			}
+			u, ok := n.unsigned(8)
+			if !ok {
+				return under(errorf("%v is out of range for u8", e), index(i))
+			}
+			b[i] = byte(u)
 		}
-		out[i] = x
+		f.PutBytes(b)
+		return nil
 	}
-	return out, nil
+	f.PutWord(uint64(len(elems)))
+	for i, e := range elems {
+		if err := lower(t.Elem, e, f); err != nil {
+			return under(err, index(i))
+		}
+	}
+	return nil
 }
 
-func lowerRecord(t *Type, v any, p *path) (any, error) {
+func lowerTuple(t *Type, v any, f *Flat) error {
+	elems, ok := asSlice(v)
+	if !ok {
+		return mismatch(t, v)
+	}
+	if len(elems) != len(t.Elems) {
+		return errorf("want %d tuple elements, got %d", len(t.Elems), len(elems))
+	}
+	for i, et := range t.Elems {
+		if err := lower(et, elems[i], f); err != nil {
+			return under(err, index(i))
+		}
+	}
+	return nil
+}
+
+func lowerRecord(t *Type, v any, f *Flat) error {
 	m, ok := asMap(v)
 	if !ok {
-		return nil, p.mismatch(t, v)
+		return mismatch(t, v)
 	}
-	out := make([]any, len(t.Fields))
 	seen := 0
-	for i, f := range t.Fields {
-		fv, present := m[f.Name]
-		if !present {
-			if f.Type.Kind == Option {
-				continue // an absent optional field is none
-			}
-			return nil, p.errorf("missing field %q of %s", f.Name, t.String())
+	for _, fd := range t.Fields {
+		fv, present := m[fd.Name]
+		if present {
+			seen++
+		} else if fd.Type.Kind != Option {
+			return errorf("missing field %q of %s", fd.Name, t.String())
+		} // an absent optional field is none: fv is nil
+		if err := lower(fd.Type, fv, f); err != nil {
+			return under(err, fd.Name)
 		}
-		seen++
-		x, err := lower(f.Type, fv, p.child(f.Name))
-		if err != nil {
-			return nil, err
-		}
-		out[i] = x
 	}
 	if seen != len(m) {
 		for k := range m {
 			if !hasField(t, k) {
-				return nil, p.errorf("unknown field %q for %s", k, t.String())
+				return errorf("unknown field %q for %s", k, t.String())
 			}
 		}
 	}
-	return out, nil
+	return nil
 }
 
 func hasField(t *Type, name string) bool {
-	for _, f := range t.Fields {
-		if f.Name == name {
+	for _, fd := range t.Fields {
+		if fd.Name == name {
 			return true
 		}
 	}
 	return false
 }
 
-func lowerVariant(t *Type, v any, p *path) (any, error) {
+func lowerVariant(t *Type, v any, f *Flat) error {
 	var tag string
 	var val any
 	hasVal := false
-	switch x := v.(type) {
-	case string:
-		tag = x
-	default:
+	if s, ok := v.(string); ok {
+		tag = s
+	} else {
 		m, ok := asMap(v)
 		if !ok {
-			return nil, p.mismatch(t, v)
+			return mismatch(t, v)
 		}
 		tv, ok := m["tag"].(string)
 		if !ok {
-			return nil, p.errorf("want an object with a string \"tag\" for %s", t.String())
+			return errorf("want an object with a string \"tag\" for %s", t.String())
 		}
 		for k := range m {
 			if k != "tag" && k != "val" {
-				return nil, p.errorf("unknown key %q in variant value (want \"tag\" and \"val\")", k)
+				return errorf("unknown key %q in variant value (want \"tag\" and \"val\")", k)
 			}
 		}
 		tag = tv
 		val, hasVal = m["val"]
 	}
-	for _, c := range t.Cases {
+	for i, c := range t.Cases {
 		if c.Name != tag {
 			continue
 		}
+		f.PutWord(uint64(i))
 		if c.Type == nil {
 			if val != nil {
-				return nil, p.errorf("case %q of %s has no payload", tag, t.String())
+				return errorf("case %q of %s has no payload", tag, t.String())
 			}
-			return VariantValue{Case: c.Name}, nil
+			return nil
 		}
 		if !hasVal {
-			return nil, p.errorf("case %q of %s needs a \"val\"", tag, t.String())
+			return errorf("case %q of %s needs a \"val\"", tag, t.String())
 		}
-		x, err := lower(c.Type, val, p.child(tag))
-		if err != nil {
-			return nil, err
+		if err := lower(c.Type, val, f); err != nil {
+			return under(err, tag)
 		}
-		return VariantValue{Case: c.Name, Val: x}, nil
+		return nil
 	}
-	return nil, p.errorf("%q is not a case of %s", tag, t.String())
+	return errorf("%q is not a case of %s", tag, t.String())
 }
 
-func lowerOption(t *Type, v any, p *path) (any, error) {
+func lowerOption(t *Type, v any, f *Flat) error {
 	if v == nil {
-		return nil, nil
+		f.PutWord(0)
+		return nil
 	}
 	if t.Elem.Kind == Option {
 		m, ok := asMap(v)
-		if !ok || len(m) != 1 {
-			return nil, p.errorf("want null or {\"some\": value} for %s", t.String())
-		}
-		inner, ok := m["some"]
-		if !ok {
-			return nil, p.errorf("want null or {\"some\": value} for %s", t.String())
+		inner, found := m["some"]
+		if !ok || len(m) != 1 || !found {
+			return errorf("want null or {\"some\": value} for %s", t.String())
 		}
 		v = inner
 	}
-	x, err := lower(t.Elem, v, p)
-	if err != nil {
-		return nil, err
-	}
-	return SomeValue{Val: x}, nil
+	f.PutWord(1)
+	return lower(t.Elem, v, f)
 }
 
-func lowerResult(t *Type, v any, p *path) (any, error) {
+func lowerResult(t *Type, v any, f *Flat) error {
 	m, ok := asMap(v)
 	if !ok || len(m) != 1 {
-		return nil, p.errorf("want {\"ok\": value} or {\"err\": value} for %s, got %s", t.String(), describe(v))
+		return errorf("want {\"ok\": value} or {\"err\": value} for %s, got %s", t.String(), describe(v))
 	}
-	var k string
-	var x any
-	for k, x = range m {
-	}
-	var side *Type
-	switch k {
-	case "ok":
-		side = t.Ok
-	case "err":
-		side = t.Err
-	default:
-		return nil, p.errorf("want {\"ok\": value} or {\"err\": value} for %s, got key %q", t.String(), k)
-	}
-	if side == nil {
-		if x != nil {
-			return nil, p.errorf("%s of %s has no payload", k, t.String())
+	for k, x := range m {
+		if k != "ok" && k != "err" {
+			return errorf("want {\"ok\": value} or {\"err\": value} for %s, got key %q", t.String(), k)
 		}
-		return ResultValue{IsErr: k == "err"}, nil
+		return lowerSide(t, x, k == "err", f)
 	}
-	y, err := lower(side, x, p.child(k))
-	if err != nil {
-		return nil, err
-	}
-	return ResultValue{IsErr: k == "err", Val: y}, nil
+	return nil
 }
 
-func lowerFlags(t *Type, v any, p *path) (any, error) {
-	set := make(map[string]bool)
+func lowerFlags(t *Type, v any, f *Flat) error {
+	if len(t.Names) > MaxFlags {
+		return errorf("%s has more than %d flags", t.String(), MaxFlags)
+	}
+	var bits uint64
+	set := func(name string) error {
+		i := indexOf(t.Names, name)
+		if i < 0 {
+			return errorf("%q is not a flag of %s", name, t.String())
+		}
+		bits |= 1 << i
+		return nil
+	}
 	if m, ok := asMap(v); ok {
 		for k, x := range m {
 			b, ok := x.(bool)
 			if !ok {
-				return nil, p.child(k).errorf("want bool, got %s", describe(x))
+				return under(errorf("want bool, got %s", describe(x)), k)
 			}
-			set[k] = b
-		}
-	} else if elems, ok := asSlice(v); ok {
-		for i, e := range elems {
-			s, ok := e.(string)
-			if !ok {
-				return nil, p.at(i).errorf("want flag name, got %s", describe(e))
+			if !b && indexOf(t.Names, k) >= 0 {
+				continue
 			}
-			set[s] = true
+			if err := set(k); err != nil {
+				return err
+			}
 		}
-	} else {
-		return nil, p.mismatch(t, v)
+		f.PutWord(bits)
+		return nil
 	}
-	out := make([]string, 0, len(set))
-	known := 0
-	for _, n := range t.Names {
-		if b, ok := set[n]; ok {
-			known++
-			if b {
-				out = append(out, n)
-			}
-		}
+	elems, ok := asSlice(v)
+	if !ok {
+		return mismatch(t, v)
 	}
-	if known != len(set) {
-		for k := range set {
-			if !contains(t.Names, k) {
-				return nil, p.errorf("%q is not a flag of %s", k, t.String())
-			}
+	for i, e := range elems {
+		s, ok := e.(string)
+		if !ok {
+			return under(errorf("want flag name, got %s", describe(e)), index(i))
+		}
+		if err := set(s); err != nil {
+			return err
 		}
 	}
-	return out, nil
+	f.PutWord(bits)
+	return nil
 }
 
-func contains(xs []string, s string) bool {
-	for _, x := range xs {
+func indexOf(xs []string, s string) int {
+	for i, x := range xs {
 		if x == s {
-			return true
+			return i
 		}
 	}
-	return false
+	return -1
 }
 
 // asSlice accepts []any and, through reflection, any other slice or array type.
@@ -414,10 +435,4 @@ func asMap(v any) (map[string]any, bool) {
 		out[it.Key().String()] = it.Value().Interface()
 	}
 	return out, true
-}
-
-// LowerArg is Lower for argument i of a call: error paths start with "args[i]", built only when
-// there is an error.
-func LowerArg(t *Type, v any, i int) (any, error) {
-	return lower(t, v, (&path{field: "args"}).at(i))
 }

@@ -2,29 +2,11 @@ package wit
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 )
 
-// VariantValue is the canonical form of a variant value: the case name and its payload (nil when
-// the case has none).
-type VariantValue struct {
-	Case string
-	Val  any
-}
-
-// SomeValue is the canonical form of a present option value; an absent one is nil.
-type SomeValue struct{ Val any }
-
-// ResultValue is the canonical form of a result value: IsErr tells which side Val belongs to
-// (Val is nil when that side has no payload).
-type ResultValue struct {
-	IsErr bool
-	Val   any
-}
-
 // Handle is an opaque reference to a resource held by the instance that produced it. It is only
-// meaningful to that instance; its JSON-ish and canonical forms are the same value.
+// meaningful to that instance; its JSON-ish and canonical forms are the same number.
 type Handle uint32
 
 // ValueError reports a value that does not fit its WIT type. Path locates the value inside the
@@ -32,6 +14,7 @@ type Handle uint32
 type ValueError struct {
 	Path string
 	Msg  string
+	err  error // what Unwrap returns, if anything
 }
 
 // Error returns "path: message".
@@ -42,46 +25,33 @@ func (e *ValueError) Error() string {
 	return e.Path + ": " + e.Msg
 }
 
-// path is a lazily rendered location inside a value: segments are only joined into a string
-// when an error is reported, so successful conversions do not pay for it.
-type path struct {
-	parent *path
-	field  string
-	index  int
-}
+// Unwrap returns ErrFlatShort for a canonical value that does not match its type.
+func (e *ValueError) Unwrap() error { return e.err }
 
-func (p *path) String() string {
-	var segs []*path
-	for q := p; q != nil; q = q.parent {
-		segs = append(segs, q)
+// under prefixes the error's path with seg, a field name or an index "[i]". Paths are built
+// this way, while an error unwinds, so that conversions that succeed never pay for them.
+func under(err error, seg string) error {
+	e, ok := err.(*ValueError)
+	if !ok {
+		return err
 	}
-	var b strings.Builder
-	for i := len(segs) - 1; i >= 0; i-- {
-		s := segs[i]
-		switch {
-		case s.field != "" && b.Len() == 0:
-			b.WriteString(s.field)
-		case s.field != "":
-			b.WriteByte('.')
-			b.WriteString(s.field)
-		default:
-			b.WriteByte('[')
-			b.WriteString(strconv.Itoa(s.index))
-			b.WriteByte(']')
-		}
+	switch {
+	case e.Path == "":
+		e.Path = seg
+	case strings.HasPrefix(e.Path, "["):
+		e.Path = seg + e.Path
+	default:
+		e.Path = seg + "." + e.Path
 	}
-	return b.String()
+	return e
 }
 
-func (p *path) child(name string) *path { return &path{parent: p, field: name} }
-func (p *path) at(i int) *path          { return &path{parent: p, index: i} }
-
-func (p *path) errorf(format string, args ...any) error {
-	return &ValueError{Path: p.String(), Msg: fmt.Sprintf(format, args...)}
+func errorf(format string, args ...any) error {
+	return &ValueError{Msg: fmt.Sprintf(format, args...)}
 }
 
-func (p *path) mismatch(want *Type, got any) error {
-	return p.errorf("want %s, got %s", want.String(), describe(got))
+func mismatch(want *Type, got any) error {
+	return errorf("want %s, got %s", want.String(), describe(got))
 }
 
 // describe names the JSON-ish kind of v for error messages.

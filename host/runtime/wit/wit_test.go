@@ -104,13 +104,16 @@ func TestRoundTrip(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := wit.Lower(tt.typ, tt.in, "v")
-			if err != nil {
+			var f wit.Flat
+			if err := wit.Lower(tt.typ, tt.in, "v", &f); err != nil {
 				t.Fatalf("Lower: %v", err)
 			}
-			got, err := wit.Lift(tt.typ, c, "v")
+			got, err := wit.Lift(tt.typ, &f, "v")
 			if err != nil {
 				t.Fatalf("Lift: %v", err)
+			}
+			if _, err := wit.Lift(tt.typ, &f, "v"); !errors.Is(err, wit.ErrFlatShort) {
+				t.Errorf("lifting past the end: %v, want ErrFlatShort", err)
 			}
 			want := tt.want
 			if want == nil {
@@ -167,7 +170,8 @@ func TestLowerErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := wit.Lower(tt.typ, tt.in, "args[0]")
+			var f wit.Flat
+			err := wit.LowerArg(tt.typ, tt.in, 0, &f)
 			var ve *wit.ValueError
 			if !errors.As(err, &ve) {
 				t.Fatalf("got %v, want a *ValueError", err)
@@ -179,17 +183,60 @@ func TestLowerErrors(t *testing.T) {
 	}
 }
 
+// TestLiftRejectsMismatch: a canonical value that does not match its type (too short, or a
+// discriminant out of range) is an error, not a panic.
 func TestLiftRejectsMismatch(t *testing.T) {
 	for _, tc := range []struct {
 		typ *wit.Type
-		v   any
+		f   wit.Flat
 	}{
-		{tU32, int32(1)}, {tPoint, []any{int32(1)}}, {tShape, wit.VariantValue{Case: "hexagon"}},
-		{tOptO, "x"}, {tRes, "x"}, {tFlags, "read"}, {prim(wit.Char), "c"},
+		{tU32, wit.Flat{}},
+		{tPoint, wit.Flat{Words: []uint64{1}}},
+		{tShape, wit.Flat{Words: []uint64{3}}},
+		{tOptO, wit.Flat{Words: []uint64{2}}},
+		{tRes, wit.Flat{Words: []uint64{1}}},
+		{tRes, wit.Flat{Words: []uint64{7}, Strs: []string{"x"}}},
+		{tFlags, wit.Flat{Strs: []string{"read"}}},
+		{&wit.Type{Kind: wit.List, Elem: tU32}, wit.Flat{Words: []uint64{1 << 40}}},
+		{&wit.Type{Kind: wit.Future}, wit.Flat{Words: []uint64{1}}},
 	} {
-		if _, err := wit.Lift(tc.typ, tc.v, "result"); err == nil {
-			t.Errorf("Lift(%s, %#v) succeeded", tc.typ, tc.v)
+		if v, err := wit.Lift(tc.typ, &tc.f, "result"); err == nil {
+			t.Errorf("Lift(%s, %+v) = %#v, want an error", tc.typ, tc.f, v)
 		}
+	}
+}
+
+// TestReturn: LowerReturn and LiftReturn unwrap a function's result type.
+func TestReturn(t *testing.T) {
+	for _, tc := range []struct {
+		typ   *wit.Type
+		v     any
+		isErr bool
+		want  any
+	}{
+		{tRes, "fine", false, "fine"},
+		{tRes, 3, true, uint32(3)},
+		{&wit.Type{Kind: wit.Result}, nil, true, nil},
+		{tU32, 5, false, uint32(5)},
+	} {
+		var f wit.Flat
+		if err := wit.LowerReturn(tc.typ, tc.v, tc.isErr, &f); err != nil {
+			t.Fatalf("LowerReturn(%s, %v, %t): %v", tc.typ, tc.v, tc.isErr, err)
+		}
+		got, isErr, err := wit.LiftReturn(tc.typ, &f)
+		if err != nil || isErr != tc.isErr || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("LiftReturn(%s) = %#v, %t, %v; want %#v, %t", tc.typ, got, isErr, err, tc.want, tc.isErr)
+		}
+	}
+	var f wit.Flat
+	if err := wit.LowerReturn(tU32, 1, true, &f); err == nil {
+		t.Error("LowerReturn accepted an error for a non-result type")
+	}
+	if err := wit.LowerReturn(&wit.Type{Kind: wit.Result, Ok: tU32}, 1, true, &f); err == nil || !strings.Contains(err.Error(), "result: err of result<u32> has no payload") {
+		t.Errorf("LowerReturn with a payload for a side without type: %v", err)
+	}
+	if err := wit.LowerReturn(tRes, "x", true, &f); err == nil || !strings.HasPrefix(err.Error(), "result.err: want u32") {
+		t.Errorf("LowerReturn with a bad err payload: %v", err)
 	}
 }
 

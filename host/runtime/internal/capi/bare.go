@@ -116,9 +116,9 @@ func (bi *BareInstance) Func(name string) (BareFunc, error) {
 	return BareFunc{f: f, ft: ft}, nil
 }
 
-// Call calls the function with canonical arguments (see package wit) and returns the canonical
-// result.
-func (f BareFunc) Call(args ...any) (any, error) { return f.f.Call(f.ft, args) }
+// Call calls the function with the canonical arguments in args and appends the canonical result
+// to res (see wit.Flat): the Go values a caller reads its results from, like a struct.
+func (f BareFunc) Call(args, res *wit.Flat) error { return f.f.Call(f.ft, args, res) }
 
 // Close deletes the store.
 func (bi *BareInstance) Close() { bi.s.Close() }

@@ -31,14 +31,14 @@ func atlHostCall(env unsafe.Pointer, ctx *C.wasmtime_context_t, _ *C.wasmtime_co
 	if len(cargs) != len(ft.Params) || int(nresults) != btoi(ft.Result != nil) {
 		return newCError(fmt.Sprintf("host function %s: signature mismatch", hf.Name))
 	}
-	in := make([]any, len(cargs))
+	in, out := &s.hostArgs, &s.hostRes
+	defer func() { in.Reset(); out.Reset() }() // drop references to Go values
 	for i := range cargs {
-		if in[i], err = s.lift(ft.Params[i].Type, &cargs[i]); err != nil {
+		if err := s.lift(ft.Params[i].Type, &cargs[i], in); err != nil {
 			return newCError(fmt.Sprintf("host function %s: %v", hf.Name, err))
 		}
 	}
-	out, err := hf.Call(s, in)
-	if err != nil {
+	if err := hf.Call(s, in, out); err != nil {
 		return newCError(err.Error())
 	}
 	if ft.Result != nil {

@@ -3,11 +3,7 @@ package capi
 // #include "shim.h"
 import "C"
 
-import (
-	"fmt"
-
-	"atelier/host/runtime/wit"
-)
+import "atelier/host/runtime/wit"
 
 // Instance is a component instance inside a store.
 type Instance struct {
@@ -28,46 +24,46 @@ func (in *Instance) Func(x *ExportIndex) (Func, bool) {
 	return f, bool(ok)
 }
 
-// Call calls f with canonical arguments of the types in ft, runs post-return, and returns the
-// canonical result (nil when ft has none). Errors from the guest are *Error values.
-func (f Func) Call(ft *wit.FuncType, args []any) (any, error) {
-	if len(args) != len(ft.Params) {
-		return nil, fmt.Errorf("capi: %d arguments for %d parameters", len(args), len(ft.Params))
-	}
-	nres := 0
+// Call calls f with the canonical arguments in args (see wit.Flat; read from its current
+// position), runs post-return, and appends the canonical result to res (nothing when ft has
+// none). Errors from the guest are *Error values; anything else is a bug in the caller.
+func (f Func) Call(ft *wit.FuncType, args, res *wit.Flat) error {
+	nargs, nres := len(ft.Params), 0
 	if ft.Result != nil {
 		nres = 1
 	}
 	s := f.s
-	buf := s.args(len(args) + nres)
-	cargs, cres := buf[:len(args)], buf[len(args):]
-	defer func() {
-		for i := range buf {
-			C.wasmtime_component_val_delete(&buf[i])
-		}
-	}()
-	for i, a := range args {
-		if err := s.lower(ft.Params[i].Type, a, &cargs[i]); err != nil {
-			return nil, err
+	buf := s.args(nargs + nres)
+	err := f.call(ft, buf[:nargs], buf[nargs:], args, res)
+	for i := range buf {
+		C.wasmtime_component_val_delete(&buf[i])
+	}
+	return err
+}
+
+func (f Func) call(ft *wit.FuncType, cargs, cres []C.wasmtime_component_val_t, args, res *wit.Flat) error {
+	s := f.s
+	for i := range cargs {
+		if err := s.lower(ft.Params[i].Type, args, &cargs[i]); err != nil {
+			return err
 		}
 	}
 	var pa, pr *C.wasmtime_component_val_t
 	if len(cargs) > 0 {
 		pa = &cargs[0]
 	}
-	if nres > 0 {
+	if len(cres) > 0 {
 		pr = &cres[0]
 	}
-	if err := C.wasmtime_component_func_call(&f.f, s.ctx, pa, C.size_t(len(cargs)), pr, C.size_t(nres)); err != nil {
-		return nil, takeError(err)
+	if err := C.wasmtime_component_func_call(&f.f, s.ctx, pa, C.size_t(len(cargs)), pr, C.size_t(len(cres))); err != nil {
+		return takeError(err)
 	}
-	var out any
 	var lerr error
-	if nres > 0 {
-		out, lerr = s.lift(ft.Result, &cres[0])
+	if len(cres) > 0 {
+		lerr = s.lift(ft.Result, &cres[0], res)
 	}
 	if err := takeError(C.wasmtime_component_func_post_return(&f.f, s.ctx)); err != nil {
-		return nil, err
+		return err
 	}
-	return out, lerr
+	return lerr
 }

@@ -17,9 +17,10 @@ type HostFunc struct {
 	Name string
 	// Signature returns the function's type as the calling store's component imports it.
 	Signature func(s *Store) (*wit.FuncType, error)
-	// Call runs the function with canonical arguments and returns the canonical result (nil
-	// when the function has none). An error traps the guest.
-	Call func(s *Store, args []any) (any, error)
+	// Call runs the function: it consumes the canonical arguments from args and appends the
+	// canonical result, if the function has one, to res (see wit.Flat). An error traps the
+	// guest.
+	Call func(s *Store, args, res *wit.Flat) error
 }
 
 // Linker resolves component imports. Once defined it is safe for concurrent instantiation, and

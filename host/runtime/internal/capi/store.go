@@ -43,6 +43,9 @@ type Store struct {
 	writers    []cgo.Handle
 	resources  []*C.wasmtime_component_resource_any_t // index = Handle-1; nil once dropped
 	scratch    []C.wasmtime_component_val_t           // C memory reused for call arguments
+
+	// hostArgs and hostRes carry the values of host function calls (one at a time per store).
+	hostArgs, hostRes wit.Flat
 }
 
 // NewStore creates a store with a WASI context that has no arguments, no environment, no stdin,

@@ -5,7 +5,7 @@ import "C"
 
 import (
 	"fmt"
-	"math"
+	"math/bits"
 	"unsafe"
 
 	"atelier/host/runtime/wit"
@@ -41,18 +41,18 @@ func goString(n *C.wasm_name_t) string {
 	return string(unsafe.Slice((*byte)(unsafe.Pointer(n.data)), int(n.size)))
 }
 
-// intern returns the entry of names equal to the C name, without allocating.
-func intern(n *C.wasm_name_t, names []string) (string, bool) {
+// nameIndex returns the index of the entry of names equal to the C name, or -1.
+func nameIndex(n *C.wasm_name_t, names []string) int {
 	var s string
 	if n.size > 0 {
 		s = unsafe.String((*byte)(unsafe.Pointer(n.data)), int(n.size))
 	}
-	for _, x := range names {
+	for i, x := range names {
 		if x == s {
-			return x, true
+			return i
 		}
 	}
-	return "", false
+	return -1
 }
 
 // setName fills a C name with a Rust-allocated copy of s.
@@ -68,40 +68,36 @@ func kindError(t *wit.Type, c *C.wasmtime_component_val_t) error {
 	return fmt.Errorf("capi: value of kind %d does not match type %s", c.kind, t)
 }
 
-// lift converts a C value of type t into its canonical Go form. The C value stays owned by the
-// caller; resources are cloned into the store's handle table.
-func (s *Store) lift(t *wit.Type, c *C.wasmtime_component_val_t) (any, error) {
+func shortError(t *wit.Type) error {
+	return fmt.Errorf("capi: %w (%s)", wit.ErrFlatShort, t)
+}
+
+// lift appends the C value c of type t to f in canonical form (see wit.Flat). The C value
+// stays owned by the caller; resources are cloned into the store's handle table.
+func (s *Store) lift(t *wit.Type, c *C.wasmtime_component_val_t, f *wit.Flat) error {
 	if c.kind != cKind(t.Kind) {
-		return nil, kindError(t, c)
+		return kindError(t, c)
 	}
 	p := unionOf(c)
 	switch t.Kind {
 	case wit.Bool:
-		return bool(*(*C.bool)(p)), nil
+		f.PutWord(b2w(bool(*(*C.bool)(p))))
 	case wit.S8:
-		return int8(*(*C.int8_t)(p)), nil
+		f.PutWord(uint64(*(*int8)(p)))
 	case wit.U8:
-		return uint8(*(*C.uint8_t)(p)), nil
+		f.PutWord(uint64(*(*uint8)(p)))
 	case wit.S16:
-		return int16(*(*C.int16_t)(p)), nil
+		f.PutWord(uint64(*(*int16)(p)))
 	case wit.U16:
-		return uint16(*(*C.uint16_t)(p)), nil
+		f.PutWord(uint64(*(*uint16)(p)))
 	case wit.S32:
-		return int32(*(*C.int32_t)(p)), nil
-	case wit.U32:
-		return uint32(*(*C.uint32_t)(p)), nil
-	case wit.S64:
-		return int64(*(*C.int64_t)(p)), nil
-	case wit.U64:
-		return uint64(*(*C.uint64_t)(p)), nil
-	case wit.F32:
-		return math.Float32frombits(*(*uint32)(p)), nil
-	case wit.F64:
-		return math.Float64frombits(*(*uint64)(p)), nil
-	case wit.Char:
-		return rune(*(*C.uint32_t)(p)), nil
+		f.PutWord(uint64(*(*int32)(p)))
+	case wit.U32, wit.F32, wit.Char:
+		f.PutWord(uint64(*(*uint32)(p)))
+	case wit.S64, wit.U64, wit.F64:
+		f.PutWord(*(*uint64)(p))
 	case wit.String:
-		return goString((*C.wasm_name_t)(p)), nil
+		f.PutStr(goString((*C.wasm_name_t)(p)))
 	case wit.List:
 		lv := (*C.wasmtime_component_vallist_t)(p)
 		elems := vals(lv.data, lv.size)
@@ -109,329 +105,273 @@ func (s *Store) lift(t *wit.Type, c *C.wasmtime_component_val_t) (any, error) {
 			out := make([]byte, len(elems))
 			for i := range elems {
 				if elems[i].kind != C.WASMTIME_COMPONENT_U8 {
-					return nil, kindError(t.Elem, &elems[i])
+					return kindError(t.Elem, &elems[i])
 				}
 				out[i] = *(*byte)(unionOf(&elems[i]))
 			}
-			return out, nil
+			f.PutBytes(out)
+			return nil
 		}
-		out := make([]any, len(elems))
+		f.PutWord(uint64(len(elems)))
 		for i := range elems {
-			x, err := s.lift(t.Elem, &elems[i])
-			if err != nil {
-				return nil, err
+			if err := s.lift(t.Elem, &elems[i], f); err != nil {
+				return err
 			}
-			out[i] = x
 		}
-		return out, nil
 	case wit.Record:
 		rv := (*C.wasmtime_component_valrecord_t)(p)
 		if int(rv.size) != len(t.Fields) {
-			return nil, kindError(t, c)
+			return kindError(t, c)
 		}
 		entries := unsafe.Slice(rv.data, int(rv.size))
-		out := make([]any, len(entries))
 		for i := range entries {
-			x, err := s.lift(t.Fields[i].Type, &entries[i].val)
-			if err != nil {
-				return nil, err
+			if err := s.lift(t.Fields[i].Type, &entries[i].val, f); err != nil {
+				return err
 			}
-			out[i] = x
 		}
-		return out, nil
 	case wit.Tuple:
 		tv := (*C.wasmtime_component_valtuple_t)(p)
 		if int(tv.size) != len(t.Elems) {
-			return nil, kindError(t, c)
+			return kindError(t, c)
 		}
 		elems := vals(tv.data, tv.size)
-		out := make([]any, len(elems))
 		for i := range elems {
-			x, err := s.lift(t.Elems[i], &elems[i])
-			if err != nil {
-				return nil, err
+			if err := s.lift(t.Elems[i], &elems[i], f); err != nil {
+				return err
 			}
-			out[i] = x
 		}
-		return out, nil
 	case wit.Variant:
 		vv := (*C.wasmtime_component_valvariant_t)(p)
-		disc := ""
-		if vv.discriminant.size > 0 {
-			disc = unsafe.String((*byte)(unsafe.Pointer(vv.discriminant.data)), int(vv.discriminant.size))
-		}
-		for _, cs := range t.Cases {
-			if name := cs.Name; name == disc {
-				if cs.Type == nil || vv.val == nil {
-					return wit.VariantValue{Case: name}, nil
-				}
-				x, err := s.lift(cs.Type, vv.val)
-				if err != nil {
-					return nil, err
-				}
-				return wit.VariantValue{Case: name, Val: x}, nil
+		i := -1
+		for j := range t.Cases {
+			if nameEquals(&vv.discriminant, t.Cases[j].Name) {
+				i = j
+				break
 			}
 		}
-		return nil, kindError(t, c)
-	case wit.Enum:
-		name, ok := intern((*C.wasm_name_t)(p), t.Names)
-		if !ok {
-			return nil, kindError(t, c)
+		if i < 0 || (t.Cases[i].Type != nil) != (vv.val != nil) {
+			return kindError(t, c)
 		}
-		return name, nil
+		f.PutWord(uint64(i))
+		if vv.val != nil {
+			return s.lift(t.Cases[i].Type, vv.val, f)
+		}
+	case wit.Enum:
+		i := nameIndex((*C.wasm_name_t)(p), t.Names)
+		if i < 0 {
+			return kindError(t, c)
+		}
+		f.PutWord(uint64(i))
 	case wit.Option:
 		inner := *(**C.wasmtime_component_val_t)(p)
 		if inner == nil {
-			return nil, nil
+			f.PutWord(0)
+			return nil
 		}
-		x, err := s.lift(t.Elem, inner)
-		if err != nil {
-			return nil, err
-		}
-		return wit.SomeValue{Val: x}, nil
+		f.PutWord(1)
+		return s.lift(t.Elem, inner, f)
 	case wit.Result:
 		rv := (*C.wasmtime_component_valresult_t)(p)
 		side := t.Ok
 		if !rv.is_ok {
 			side = t.Err
 		}
-		out := wit.ResultValue{IsErr: !bool(rv.is_ok)}
-		if side != nil && rv.val != nil {
-			x, err := s.lift(side, rv.val)
-			if err != nil {
-				return nil, err
-			}
-			out.Val = x
+		if (side != nil) != (rv.val != nil) {
+			return kindError(t, c)
 		}
-		return out, nil
+		f.PutWord(b2w(!bool(rv.is_ok)))
+		if side != nil {
+			return s.lift(side, rv.val, f)
+		}
 	case wit.Flags:
 		fv := (*C.wasmtime_component_valflags_t)(p)
+		var set uint64
 		names := unsafe.Slice(fv.data, int(fv.size))
-		out := make([]string, 0, len(names))
 		for i := range names {
-			name, ok := intern(&names[i], t.Names)
-			if !ok {
-				return nil, kindError(t, c)
+			j := nameIndex(&names[i], t.Names)
+			if j < 0 || j >= wit.MaxFlags {
+				return kindError(t, c)
 			}
-			out = append(out, name)
+			set |= 1 << j
 		}
-		return out, nil
+		f.PutWord(set)
 	case wit.Own, wit.Borrow:
 		r := *(**C.wasmtime_component_resource_any_t)(p)
-		return s.addResource(C.wasmtime_component_resource_any_clone(r)), nil
+		f.PutWord(uint64(s.addResource(C.wasmtime_component_resource_any_clone(r))))
+	default:
+		return fmt.Errorf("capi: values of type %s are not supported", t)
 	}
-	return nil, fmt.Errorf("capi: values of type %s are not supported", t)
+	return nil
 }
 
-// lower writes the canonical value v of type t into the zeroed C value c, allocating every part
-// that c owns with Wasmtime's allocator (so that Wasmtime or wasmtime_component_val_delete can
-// free it). On error c is left in a state that wasmtime_component_val_delete accepts.
-func (s *Store) lower(t *wit.Type, v any, c *C.wasmtime_component_val_t) error {
+func nameEquals(n *C.wasm_name_t, s string) bool {
+	return int(n.size) == len(s) && (len(s) == 0 || unsafe.String((*byte)(unsafe.Pointer(n.data)), len(s)) == s)
+}
+
+func b2w(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// lower consumes one canonical value of type t from f and writes it into the zeroed C value c,
+// allocating every part that c owns with Wasmtime's allocator (so that Wasmtime or
+// wasmtime_component_val_delete can free it). On error c is left in a state that
+// wasmtime_component_val_delete accepts.
+func (s *Store) lower(t *wit.Type, f *wit.Flat, c *C.wasmtime_component_val_t) error {
 	p := unionOf(c)
-	mismatch := func() error { return fmt.Errorf("capi: canonical %T does not match type %s", v, t) }
 	switch t.Kind {
-	case wit.Bool:
-		x, ok := v.(bool)
+	case wit.String:
+		x, ok := f.Str()
 		if !ok {
-			return mismatch()
-		}
-		*(*C.bool)(p) = C.bool(x)
-	case wit.S8:
-		x, ok := v.(int8)
-		if !ok {
-			return mismatch()
-		}
-		*(*int8)(p) = x
-	case wit.U8:
-		x, ok := v.(uint8)
-		if !ok {
-			return mismatch()
-		}
-		*(*uint8)(p) = x
-	case wit.S16:
-		x, ok := v.(int16)
-		if !ok {
-			return mismatch()
-		}
-		*(*int16)(p) = x
-	case wit.U16:
-		x, ok := v.(uint16)
-		if !ok {
-			return mismatch()
-		}
-		*(*uint16)(p) = x
-	case wit.S32:
-		x, ok := v.(int32)
-		if !ok {
-			return mismatch()
-		}
-		*(*int32)(p) = x
-	case wit.U32:
-		x, ok := v.(uint32)
-		if !ok {
-			return mismatch()
-		}
-		*(*uint32)(p) = x
-	case wit.S64:
-		x, ok := v.(int64)
-		if !ok {
-			return mismatch()
-		}
-		*(*int64)(p) = x
-	case wit.U64:
-		x, ok := v.(uint64)
-		if !ok {
-			return mismatch()
-		}
-		*(*uint64)(p) = x
-	case wit.F32:
-		x, ok := v.(float32)
-		if !ok {
-			return mismatch()
-		}
-		*(*uint32)(p) = math.Float32bits(x)
-	case wit.F64:
-		x, ok := v.(float64)
-		if !ok {
-			return mismatch()
-		}
-		*(*uint64)(p) = math.Float64bits(x)
-	case wit.Char:
-		x, ok := v.(rune)
-		if !ok {
-			return mismatch()
-		}
-		*(*uint32)(p) = uint32(x)
-	case wit.String, wit.Enum:
-		x, ok := v.(string)
-		if !ok {
-			return mismatch()
+			return shortError(t)
 		}
 		setName((*C.wasm_name_t)(p), x)
 	case wit.List:
-		return s.lowerList(t, v, c)
-	case wit.Record, wit.Tuple:
-		x, ok := v.([]any)
-		if !ok || (t.Kind == wit.Record && len(x) != len(t.Fields)) || (t.Kind == wit.Tuple && len(x) != len(t.Elems)) {
-			return mismatch()
-		}
-		if t.Kind == wit.Record {
-			rv := (*C.wasmtime_component_valrecord_t)(p)
-			C.wasmtime_component_valrecord_new_uninit(rv, C.size_t(len(x)))
-			c.kind = cKind(t.Kind)
-			entries := unsafe.Slice(rv.data, len(x))
-			clear(unsafe.Slice((*byte)(unsafe.Pointer(rv.data)), len(x)*int(unsafe.Sizeof(entries[0]))))
-			for i, f := range t.Fields {
-				setName(&entries[i].name, f.Name)
-				if err := s.lower(f.Type, x[i], &entries[i].val); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
-		tv := (*C.wasmtime_component_valtuple_t)(p)
-		C.wasmtime_component_valtuple_new_uninit(tv, C.size_t(len(x)))
+		return s.lowerList(t, f, c)
+	case wit.Record:
+		rv := (*C.wasmtime_component_valrecord_t)(p)
+		C.wasmtime_component_valrecord_new_uninit(rv, C.size_t(len(t.Fields)))
 		c.kind = cKind(t.Kind)
-		elems := zeroed(tv.data, len(x))
+		entries := unsafe.Slice(rv.data, len(t.Fields))
+		clear(entries)
+		for i, fd := range t.Fields {
+			setName(&entries[i].name, fd.Name)
+			if err := s.lower(fd.Type, f, &entries[i].val); err != nil {
+				return err
+			}
+		}
+		return nil
+	case wit.Tuple:
+		tv := (*C.wasmtime_component_valtuple_t)(p)
+		C.wasmtime_component_valtuple_new_uninit(tv, C.size_t(len(t.Elems)))
+		c.kind = cKind(t.Kind)
+		elems := zeroed(tv.data, len(t.Elems))
 		for i, et := range t.Elems {
-			if err := s.lower(et, x[i], &elems[i]); err != nil {
+			if err := s.lower(et, f, &elems[i]); err != nil {
 				return err
 			}
 		}
 		return nil
 	case wit.Variant:
-		x, ok := v.(wit.VariantValue)
+		i, ok := f.Index(len(t.Cases))
 		if !ok {
-			return mismatch()
+			return shortError(t)
 		}
-		for _, cs := range t.Cases {
-			if cs.Name != x.Case {
-				continue
-			}
-			vv := (*C.wasmtime_component_valvariant_t)(p)
-			var payload *C.wasmtime_component_val_t
-			if cs.Type != nil {
-				var err error
-				if payload, err = s.lowerBoxed(cs.Type, x.Val); err != nil {
-					return err
-				}
-			}
-			setName(&vv.discriminant, cs.Name)
-			vv.val = payload
-			c.kind = cKind(t.Kind)
-			return nil
-		}
-		return mismatch()
-	case wit.Option:
-		var inner *C.wasmtime_component_val_t
-		if v != nil {
-			x, ok := v.(wit.SomeValue)
-			if !ok {
-				return mismatch()
-			}
+		cs := t.Cases[i]
+		vv := (*C.wasmtime_component_valvariant_t)(p)
+		if cs.Type != nil {
 			var err error
-			if inner, err = s.lowerBoxed(t.Elem, x.Val); err != nil {
+			if vv.val, err = s.lowerBoxed(cs.Type, f); err != nil {
 				return err
 			}
 		}
-		*(**C.wasmtime_component_val_t)(p) = inner
-	case wit.Result:
-		x, ok := v.(wit.ResultValue)
+		setName(&vv.discriminant, cs.Name)
+	case wit.Enum:
+		i, ok := f.Index(len(t.Names))
 		if !ok {
-			return mismatch()
+			return shortError(t)
+		}
+		setName((*C.wasm_name_t)(p), t.Names[i])
+	case wit.Option:
+		some, ok := f.Index(2)
+		if !ok {
+			return shortError(t)
+		}
+		if some == 1 {
+			inner, err := s.lowerBoxed(t.Elem, f)
+			if err != nil {
+				return err
+			}
+			*(**C.wasmtime_component_val_t)(p) = inner
+		}
+	case wit.Result:
+		isErr, ok := f.Index(2)
+		if !ok {
+			return shortError(t)
 		}
 		side := t.Ok
-		if x.IsErr {
+		if isErr == 1 {
 			side = t.Err
 		}
-		var inner *C.wasmtime_component_val_t
+		rv := (*C.wasmtime_component_valresult_t)(p)
 		if side != nil {
 			var err error
-			if inner, err = s.lowerBoxed(side, x.Val); err != nil {
+			if rv.val, err = s.lowerBoxed(side, f); err != nil {
 				return err
 			}
 		}
-		rv := (*C.wasmtime_component_valresult_t)(p)
-		rv.is_ok = C.bool(!x.IsErr)
-		rv.val = inner
+		rv.is_ok = C.bool(isErr == 0)
 	case wit.Flags:
-		x, ok := v.([]string)
+		set, ok := f.Word()
 		if !ok {
-			return mismatch()
+			return shortError(t)
 		}
 		fv := (*C.wasmtime_component_valflags_t)(p)
-		C.wasmtime_component_valflags_new_uninit(fv, C.size_t(len(x)))
+		n := bits.OnesCount64(set)
+		C.wasmtime_component_valflags_new_uninit(fv, C.size_t(n))
 		c.kind = cKind(t.Kind)
-		if len(x) > 0 {
-			names := unsafe.Slice(fv.data, len(x))
-			for i, n := range x {
-				setName(&names[i], n)
+		names := unsafe.Slice(fv.data, n)
+		for i, k := 0, 0; k < n; i++ {
+			if set&(1<<i) != 0 {
+				if i >= len(t.Names) {
+					clear(names[k:]) // so that deleting c is safe
+					return shortError(t)
+				}
+				setName(&names[k], t.Names[i])
+				k++
 			}
 		}
 		return nil
 	case wit.Own, wit.Borrow:
-		h, ok := v.(wit.Handle)
+		h, ok := f.Word()
 		if !ok {
-			return mismatch()
+			return shortError(t)
 		}
-		r, err := s.resource(h)
+		r, err := s.resource(wit.Handle(h))
 		if err != nil {
 			return err
 		}
 		*(**C.wasmtime_component_resource_any_t)(p) = C.wasmtime_component_resource_any_clone(r)
 	default:
-		return fmt.Errorf("capi: values of type %s are not supported", t)
+		w, ok := f.Word()
+		if !ok {
+			return shortError(t)
+		}
+		if err := lowerWord(t, w, p); err != nil {
+			return err
+		}
 	}
 	c.kind = cKind(t.Kind)
 	return nil
 }
 
-func (s *Store) lowerList(t *wit.Type, v any, c *C.wasmtime_component_val_t) error {
+// lowerWord writes the one-word canonical forms.
+func lowerWord(t *wit.Type, w uint64, p unsafe.Pointer) error {
+	switch t.Kind {
+	case wit.Bool:
+		*(*C.bool)(p) = w != 0
+	case wit.S8, wit.U8:
+		*(*uint8)(p) = uint8(w)
+	case wit.S16, wit.U16:
+		*(*uint16)(p) = uint16(w)
+	case wit.S32, wit.U32, wit.F32, wit.Char:
+		*(*uint32)(p) = uint32(w)
+	case wit.S64, wit.U64, wit.F64:
+		*(*uint64)(p) = w
+	default:
+		return fmt.Errorf("capi: values of type %s are not supported", t)
+	}
+	return nil
+}
+
+func (s *Store) lowerList(t *wit.Type, f *wit.Flat, c *C.wasmtime_component_val_t) error {
 	lv := (*C.wasmtime_component_vallist_t)(unionOf(c))
 	if t.Elem.Kind == wit.U8 {
-		b, ok := v.([]byte)
+		b, ok := f.ByteList()
 		if !ok {
-			return fmt.Errorf("capi: canonical %T does not match type %s", v, t)
+			return shortError(t)
 		}
 		C.wasmtime_component_vallist_new_uninit(lv, C.size_t(len(b)))
 		c.kind = C.WASMTIME_COMPONENT_LIST
@@ -442,25 +382,26 @@ func (s *Store) lowerList(t *wit.Type, v any, c *C.wasmtime_component_val_t) err
 		}
 		return nil
 	}
-	x, ok := v.([]any)
-	if !ok {
-		return fmt.Errorf("capi: canonical %T does not match type %s", v, t)
+	n, ok := f.Word()
+	if !ok || n > uint64(len(f.Words)+len(f.Strs)+len(f.Bytes)) { // each element takes one at least
+		return shortError(t)
 	}
-	C.wasmtime_component_vallist_new_uninit(lv, C.size_t(len(x)))
+	C.wasmtime_component_vallist_new_uninit(lv, C.size_t(n))
 	c.kind = C.WASMTIME_COMPONENT_LIST
-	elems := zeroed(lv.data, len(x))
-	for i := range x {
-		if err := s.lower(t.Elem, x[i], &elems[i]); err != nil {
+	elems := zeroed(lv.data, int(n))
+	for i := range elems {
+		if err := s.lower(t.Elem, f, &elems[i]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// lowerBoxed lowers v into a value on Wasmtime's heap (for variant, option and result payloads).
-func (s *Store) lowerBoxed(t *wit.Type, v any) (*C.wasmtime_component_val_t, error) {
+// lowerBoxed lowers the next value of f into a value on Wasmtime's heap (for variant, option
+// and result payloads).
+func (s *Store) lowerBoxed(t *wit.Type, f *wit.Flat) (*C.wasmtime_component_val_t, error) {
 	var tmp C.wasmtime_component_val_t
-	if err := s.lower(t, v, &tmp); err != nil {
+	if err := s.lower(t, f, &tmp); err != nil {
 		C.wasmtime_component_val_delete(&tmp)
 		return nil, err
 	}
