@@ -10,9 +10,9 @@ import (
 	"testing"
 )
 
-// transcriptPath is the copy of the golden transcripts (from capnweb 0.12.0) the tests compare
-// against.
-const transcriptPath = "testdata/transcripts.txt"
+// transcriptPath is the project's copy of the golden transcripts (from capnweb 0.12.0) the tests
+// compare against; package capnweb's unit tests read the same file.
+const transcriptPath = "../../capnweb/testdata/transcripts.txt"
 
 // alternativesPath holds the other client traffic a correct server may cause in some scenarios
 // (same format as the transcripts).

@@ -1,6 +1,6 @@
 // The conformance API: the main object served by server.mjs and, with identical behaviour, by the
 // Go conformance server (tests/capnweb/conformance). It is the API the golden transcripts
-// (tests/capnweb/testdata/transcripts.txt, part A) were recorded against.
+// (capnweb/testdata/transcripts.txt, part A) were recorded against.
 import { RpcTarget } from "capnweb";
 
 const userNames = ["", "alice", "bob", "carol"];

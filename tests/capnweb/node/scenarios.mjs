@@ -1,4 +1,4 @@
-// Runs every part-A scenario of tests/capnweb/testdata/transcripts.txt (ws-1..ws-22, batch-1..3)
+// Runs every part-A scenario of capnweb/testdata/transcripts.txt (ws-1..ws-22, batch-1..3)
 // with the official capnweb client against a server that serves the conformance API (api.mjs),
 // checks each result, and records the client's traffic.
 //
