@@ -21,9 +21,7 @@ func echoSuite(b *testing.B) runtimebench.Suite {
 	}
 }
 
-// BenchmarkRuntime and BenchmarkBare run the same operations on testdata/echo.wat; compare
-// BenchmarkRuntime/X with BenchmarkBare/X for the runtime's overhead.
-func BenchmarkRuntime(b *testing.B) { echoSuite(b).RunRuntime(b) }
-
-// BenchmarkBare: see BenchmarkRuntime.
-func BenchmarkBare(b *testing.B) { echoSuite(b).RunBare(b) }
+// BenchmarkOverhead runs each operation on testdata/echo.wat through the runtime and through
+// the bare C API, back to back: compare BenchmarkOverhead/X/runtime with
+// BenchmarkOverhead/X/bare for the runtime's overhead.
+func BenchmarkOverhead(b *testing.B) { echoSuite(b).Run(b) }

@@ -3,22 +3,35 @@ package runtime
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"atelier/host/runtime/internal/capi"
 )
 
-// Artifact cache entry layout: magic, sha256 of the payload, payload (Wasmtime's serialized
-// component). Wasmtime trusts artifacts it deserializes, so the checksum is verified first:
-// a damaged file is recompiled, never loaded.
-const cacheMagic = "ATELIER-CWASM-1\n"
+// Artifact cache entry layout: magic, CRC-32C of the payload (4 bytes, little endian),
+// payload (Wasmtime's serialized component). Wasmtime trusts artifacts it deserializes, so the
+// checksum is verified first: a damaged file is recompiled, never loaded. The checksum guards
+// against damage, not against an attacker: whoever can write the cache directory (0700) can
+// also write a matching checksum, so a cryptographic hash would buy nothing and cost a third
+// of a cached load. The entry's name is the source's sha256, which is what keeps one
+// component's bytes from loading another's artifact.
+const cacheMagic = "ATELIER-CWASM-2\n"
 
-const checksumLen = sha256.Size
+const checksumLen = 4
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// readBufs recycles the buffers cache entries are read into: Wasmtime copies what it
+// deserializes, so the bytes are garbage as soon as Deserialize returns.
+var readBufs sync.Pool
 
 // load compiles src, or deserializes its cached artifact.
 func (rt *Runtime) load(src []byte) (*capi.Component, error) {
@@ -53,24 +66,35 @@ func (rt *Runtime) compile(src []byte) (*capi.Component, error) {
 // version and the settings that change generated code).
 func (rt *Runtime) cachePath(src []byte) string {
 	sum := sha256.Sum256(src)
-	fp := sha256.Sum256([]byte(rt.fingerprint))
-	return filepath.Join(rt.cacheDir, hex.EncodeToString(sum[:])+"-"+hex.EncodeToString(fp[:8])+".cwasm")
+	return filepath.Join(rt.cacheDir, hex.EncodeToString(sum[:])+"-"+rt.fingerprint+".cwasm")
 }
 
 // fromCache returns (nil, nil) for a missing entry and an error for a damaged one.
 func (rt *Runtime) fromCache(path string) (*capi.Component, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
+	buf, _ := readBufs.Get().(*bytes.Buffer)
+	if buf == nil {
+		buf = new(bytes.Buffer)
+	}
+	defer readBufs.Put(buf)
+	buf.Reset()
+	_, err = buf.ReadFrom(f)
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	b := buf.Bytes()
 	if len(b) < len(cacheMagic)+checksumLen || string(b[:len(cacheMagic)]) != cacheMagic {
 		return nil, errors.New("bad header")
 	}
 	sum, payload := b[len(cacheMagic):len(cacheMagic)+checksumLen], b[len(cacheMagic)+checksumLen:]
-	if got := sha256.Sum256(payload); !bytes.Equal(got[:], sum) {
+	if binary.LittleEndian.Uint32(sum) != crc32.Checksum(payload, castagnoli) {
 		return nil, errors.New("checksum mismatch")
 	}
 	c, err := rt.eng.Deserialize(payload)
@@ -86,12 +110,12 @@ func (rt *Runtime) toCache(path string, c *capi.Component) error {
 	if err != nil {
 		return err
 	}
-	sum := sha256.Sum256(payload)
 	f, err := os.CreateTemp(rt.cacheDir, ".tmp-*")
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(append(append(append([]byte{}, cacheMagic...), sum[:]...), payload...))
+	entry := binary.LittleEndian.AppendUint32([]byte(cacheMagic), crc32.Checksum(payload, castagnoli))
+	_, err = f.Write(append(entry, payload...))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

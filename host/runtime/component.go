@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,7 +30,9 @@ type Component struct {
 	// wasi is set when the component imports any wasi:* interface; hostIfaces lists its other
 	// imported interfaces (unversioned).
 	wasi       bool
-	hostIfaces []string
+	hostIfaces []string // sorted
+	// linkerKey names the linker that defines exactly what the component imports.
+	linkerKey string
 }
 
 type export struct {
@@ -80,6 +83,8 @@ func (comp *Component) reflect() {
 			}
 		}
 	}
+	slices.Sort(comp.hostIfaces)
+	comp.linkerKey = fmt.Sprintf("%t|%s", comp.wasi, strings.Join(comp.hostIfaces, ","))
 	for _, it := range exports {
 		switch it.Kind {
 		case wit.ItemFunc:

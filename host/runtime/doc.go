@@ -57,7 +57,7 @@
 // Known limit of the C API: when the memory cap refuses a memory.grow at run time, Wasmtime
 // hands the guest -1 (standard Wasm semantics) and tells the host nothing; a guest that then
 // traps is reported as ErrTrap, not ErrMemory. ErrMemory is reported when instantiation needs
-// more memory than the cap.
+// more memory than the cap. (RATIONALE.md lists what was checked.)
 //
 // # Values
 //
@@ -66,4 +66,14 @@
 // the value, results and variants are small maps, and so on). Additionally, at the function
 // boundary a WIT `result` is unwrapped: Instance.Call returns the ok payload or a *ResultError
 // with the err payload, and a host function returns the ok payload or Fail(errPayload).
+//
+// # Resources
+//
+// A resource the guest exports reaches the caller as a wit.Handle (own<R> results, such as
+// a constructor's). Passing the handle as a borrow<R> argument lends it for the call; passing
+// it as an own<R> argument moves the resource into the guest and the handle becomes unknown;
+// Instance.DropResource drops it (the guest's destructor runs). Handles are unique within the
+// process and each instance knows only its own: a handle from another instance, one already
+// dropped or moved is refused with ErrUnknownHandle before the guest runs, and the instance
+// lives on. Host interfaces cannot define resources yet (see RATIONALE.md).
 package runtime

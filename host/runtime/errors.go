@@ -28,6 +28,10 @@ var (
 	ErrClosed = errors.New("closed")
 	// ErrNoExport: the component exports no function of that name.
 	ErrNoExport = errors.New("no such exported function")
+	// ErrUnknownHandle: a resource handle that the instance does not hold: never returned by
+	// it (handles of other instances included), already dropped, or moved into the guest as
+	// an own<R> argument. The call is refused before the guest runs; the instance lives on.
+	ErrUnknownHandle = capi.ErrUnknownHandle
 )
 
 // TrapError reports a call that ended the instance. Kind is one of ErrTrap, ErrDeadline,

@@ -79,8 +79,8 @@ func (hi *HostInterface) define(l *capi.Linker) error {
 				}
 				return ft, nil
 			},
-			Call: func(s *capi.Store, args, res *wit.Flat) error {
-				return s.Owner().(*Instance).callHost(iface, key, f, args, res)
+			Call: func(s *capi.Store, ft *wit.FuncType, args, res *wit.Flat) error {
+				return s.Owner().(*Instance).callHost(iface, key, f, ft, args, res)
 			},
 		}
 	}
@@ -90,10 +90,10 @@ func (hi *HostInterface) define(l *capi.Linker) error {
 	return nil
 }
 
-// callHost runs a host function for the instance (on the goroutine inside Instance.Call):
-// it lifts the canonical arguments from args and lowers the result into res.
-func (in *Instance) callHost(iface, key string, f *HostFunc, args, res *wit.Flat) error {
-	ft := in.comp.imports[key]
+// callHost runs host function f, of type ft as the component imports it, for the instance (on
+// the goroutine inside Instance.Call): it lifts the canonical arguments from args and lowers
+// the result into res.
+func (in *Instance) callHost(iface, key string, f *HostFunc, ft *wit.FuncType, args, res *wit.Flat) error {
 	lifted := make([]any, len(ft.Params))
 	for i, p := range ft.Params {
 		x, err := wit.LiftArg(p.Type, args, i)

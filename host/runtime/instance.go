@@ -65,7 +65,7 @@ type Instance struct {
 
 	// Set only while a call (or instantiation) runs.
 	callCtx  context.Context
-	deadline time.Time
+	deadline int64 // Unix nanoseconds
 	timedOut bool
 	hostErr  error
 	// vals carries the values of the call (arguments, then result); host function calls
@@ -85,7 +85,7 @@ func (rt *Runtime) Instantiate(ctx context.Context, comp *Component, cfg Instanc
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	linker, err := rt.linker(comp.wasi, slicesClone(comp.hostIfaces))
+	linker, err := rt.linker(comp)
 	if err != nil {
 		return nil, fmt.Errorf("instantiate %s: %w", cfg.Name, err)
 	}
@@ -136,8 +136,6 @@ func (rt *Runtime) Instantiate(ctx context.Context, comp *Component, cfg Instanc
 	return in, nil
 }
 
-func slicesClone(s []string) []string { return append([]string(nil), s...) }
-
 func (l Limits) withDefaults() Limits {
 	if l.Timeout <= 0 {
 		l.Timeout = DefaultTimeout
@@ -154,7 +152,9 @@ func (l Limits) withDefaults() Limits {
 //
 // When the function returns a WIT `result`, Call returns the ok payload, or a *ResultError
 // holding the err payload. Arguments that do not fit the signature return a *wit.ValueError
-// without calling the guest. Guest failures return a *TrapError and retire the instance.
+// without calling the guest, and a resource handle the instance does not hold returns
+// ErrUnknownHandle, also without calling it. A handle passed as an own<R> argument moves into
+// the guest. Guest failures return a *TrapError and retire the instance.
 func (in *Instance) Call(ctx context.Context, name string, args ...any) (any, error) {
 	in.mu.Lock()
 	defer in.mu.Unlock() // the only defer and a single return keep the defer open-coded (cheap)
@@ -164,11 +164,8 @@ func (in *Instance) Call(ctx context.Context, name string, args ...any) (any, er
 }
 
 func (in *Instance) callLocked(ctx context.Context, name string, args []any) (any, error) {
-	switch {
-	case in.closed:
-		return nil, fmt.Errorf("call %s: %w", name, ErrClosed)
-	case in.retired != nil:
-		return nil, fmt.Errorf("call %s: %w (%w)", name, ErrRetired, in.retired)
+	if err := in.usable(); err != nil {
+		return nil, fmt.Errorf("call %s: %w", name, err)
 	}
 	f, ft, err := in.funcLocked(name)
 	if err != nil {
@@ -251,9 +248,13 @@ func (in *Instance) begin(ctx context.Context) error {
 	in.callCtx = ctx
 	// The call's start is taken from the last epoch tick rather than the clock: the deadline
 	// can be up to one tick early, which is the deadline's resolution anyway.
-	in.deadline = time.Unix(0, in.rt.lastTick.Load()).Add(in.cfg.Limits.Timeout)
-	if d, ok := ctx.Deadline(); ok && d.Before(in.deadline) {
-		in.deadline = d
+	start := in.rt.lastTick.Load()
+	in.deadline = start + int64(in.cfg.Limits.Timeout)
+	if in.deadline < start { // a timeout of centuries
+		in.deadline = math.MaxInt64
+	}
+	if d, ok := ctx.Deadline(); ok {
+		in.deadline = min(in.deadline, d.UnixNano())
 	}
 	in.timedOut, in.hostErr = false, nil
 	// Re-arm the epoch deadline only when it is not already due within the next tick; the
@@ -279,7 +280,7 @@ func (in *Instance) end() { in.callCtx = nil }
 // beforeDeadline runs at each epoch tick while the guest runs: keep going until the deadline
 // or the context's cancellation.
 func (in *Instance) beforeDeadline() bool {
-	if in.callCtx != nil && in.callCtx.Err() != nil || !in.rt.cfg.Now().Before(in.deadline) {
+	if in.callCtx != nil && in.callCtx.Err() != nil || in.rt.cfg.Now().UnixNano() >= in.deadline {
 		in.timedOut = true
 		return false
 	}
@@ -341,14 +342,42 @@ func (in *Instance) Retired() error {
 	return in.retired
 }
 
-// DropResource drops a resource handle the instance returned.
-func (in *Instance) DropResource(h wit.Handle) error {
+// DropResource drops a resource the instance returned (an own<R> handle): the guest's
+// destructor runs, under the same deadline rules as a call, and the handle becomes unknown.
+// An unknown handle (never returned by this instance, already dropped, or moved into the guest
+// by passing it as an own<R> argument) is an error that leaves the instance as it was; a
+// destructor that fails retires the instance with a *TrapError.
+func (in *Instance) DropResource(ctx context.Context, h wit.Handle) error {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if in.closed || in.retired != nil {
-		return ErrClosed
+	if err := in.usable(); err != nil {
+		return fmt.Errorf("drop resource %d: %w", h, err)
 	}
-	return in.store.DropResource(h)
+	if err := in.begin(ctx); err != nil {
+		return fmt.Errorf("drop resource %d: %w", h, err)
+	}
+	err := in.store.DropResource(h)
+	var ce *capi.Error
+	if errors.As(err, &ce) {
+		in.retired = in.classify(fmt.Sprintf("drop resource %d", h), ce)
+		err = in.retired
+		in.release()
+	} else if err != nil {
+		err = fmt.Errorf("drop resource: %w", err)
+	}
+	in.end()
+	return err
+}
+
+// usable returns why the instance cannot run anything, or nil.
+func (in *Instance) usable() error {
+	switch {
+	case in.closed:
+		return ErrClosed
+	case in.retired != nil:
+		return fmt.Errorf("%w (%w)", ErrRetired, in.retired)
+	}
+	return nil
 }
 
 // Close releases the instance. Idempotent.

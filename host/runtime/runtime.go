@@ -1,12 +1,13 @@
 package runtime
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -68,7 +69,7 @@ type Runtime struct {
 	log         *slog.Logger
 	eng         *capi.Engine
 	cacheDir    string
-	fingerprint string
+	fingerprint string                    // hash of the engine settings that change generated code
 	ifaces      map[string]*HostInterface // by unversioned name
 
 	mu      sync.Mutex // guards linkers
@@ -145,7 +146,9 @@ func New(cfg Config) (*Runtime, error) {
 			TotalTables: 10 * n, MaxMemorySize: uint(mem),
 		}
 	}
-	rt.fingerprint = fmt.Sprintf("wasmtime-%s stack=%d fuel=%t epoch=true pooling=%t", capi.Version, cfg.MaxWasmStack, cfg.Fuel, cfg.Pooling != nil)
+	settings := fmt.Sprintf("wasmtime-%s stack=%d fuel=%t epoch=true pooling=%t", capi.Version, cfg.MaxWasmStack, cfg.Fuel, cfg.Pooling != nil)
+	fp := sha256.Sum256([]byte(settings))
+	rt.fingerprint = hex.EncodeToString(fp[:8])
 	if !cfg.NoCache {
 		dir := cfg.CacheDir
 		if dir == "" {
@@ -237,11 +240,10 @@ func (rt *Runtime) Close() error {
 	return nil
 }
 
-// linker returns the shared linker that defines WASI (when wasi is set) and exactly the host
-// interfaces named in ifaces.
-func (rt *Runtime) linker(wasi bool, ifaces []string) (*capi.Linker, error) {
-	slices.Sort(ifaces)
-	key := fmt.Sprintf("%t|%s", wasi, strings.Join(ifaces, ","))
+// linker returns the shared linker that defines WASI (when the component imports it) and
+// exactly the host interfaces the component imports.
+func (rt *Runtime) linker(comp *Component) (*capi.Linker, error) {
+	key := comp.linkerKey
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	if rt.linkers == nil {
@@ -251,13 +253,13 @@ func (rt *Runtime) linker(wasi bool, ifaces []string) (*capi.Linker, error) {
 		return l, nil
 	}
 	l := capi.NewLinker(rt.eng)
-	if wasi {
+	if comp.wasi {
 		if err := l.AddWASIP2(); err != nil {
 			l.Close()
 			return nil, fmt.Errorf("link WASI: %w", err)
 		}
 	}
-	for _, name := range ifaces {
+	for _, name := range comp.hostIfaces {
 		if err := rt.ifaces[name].define(l); err != nil {
 			l.Close()
 			return nil, err

@@ -33,7 +33,7 @@ func (s *Slot) Call(ctx context.Context, name string, args ...any) (any, error) 
 	return inst.Call(ctx, name, args...)
 }
 
-// Instance returns the live instance, creating it when there is none or the last one retired.
+// instance returns the live instance, creating it when there is none or the last one retired.
 func (s *Slot) instance(ctx context.Context) (*Instance, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -1,7 +1,7 @@
-// Command bench runs the repository's Go benchmarks in one process run and prints them as
-// tables: the runtime's operations next to the same operations done as bare Wasmtime C-API calls
-// (with the ratio between them, measured in the same run), then the gadget and Cap'n Web
-// benchmarks.
+// Command bench runs the repository's Go benchmarks and prints them as tables: the runtime's
+// operations on a WAT component and on the Go and JS gadgets next to the same operations done as
+// bare Wasmtime C-API calls (with the ratio between them, measured back to back in the same run),
+// then the other benchmarks (Cap'n Web, kernel).
 //
 //	go run ./tests/bench                  # all benchmarks, 1s each
 //	go run ./tests/bench -benchtime 200ms # quicker, noisier
@@ -91,25 +91,26 @@ func median(xs []float64) float64 {
 	return s[len(s)/2]
 }
 
-// printTables prints the Runtime/Bare pairs with their ratio first, then everything else.
+// printTables prints the runtime/bare pairs (X/runtime next to X/bare, see package
+// runtimebench) with their ratio first, then everything else.
 func printTables(w io.Writer, order []string, results map[string][]float64) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "\nRuntime overhead against bare Wasmtime C-API calls (same run):")
 	fmt.Fprintln(tw, "operation\truntime\tbare C API\tratio\t")
 	paired := map[string]bool{}
 	for _, name := range order {
-		op, ok := strings.CutPrefix(name, "Runtime/")
+		op, ok := strings.CutSuffix(name, "/runtime")
 		if !ok {
 			continue
 		}
-		bare, ok := results["Bare/"+op]
+		bare, ok := results[op+"/bare"]
 		if !ok {
 			continue
 		}
 		rt := median(results[name])
 		b := median(bare)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2fx\t\n", op, human(rt), human(b), rt/b)
-		paired[name], paired["Bare/"+op] = true, true
+		paired[name], paired[op+"/bare"] = true, true
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "\nOther benchmarks:")

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -16,65 +18,96 @@ import (
 	"atelier/host/runtime"
 )
 
-var counterGrants = []string{log.Grant, kv.Grant}
+var (
+	counterGrants = []string{log.Grant, kv.Grant}
+	todoGrants    = []string{log.Grant, kv.Grant, events.Grant}
+)
 
-func TestCounterGoPersistsAcrossInstances(t *testing.T) {
-	h := newHarness(t)
-	first := h.instantiate(t, counterGo, "counter-1", counterGrants...)
-	if got := call(t, first, "increment", uint32(2)); got != uint64(2) {
-		t.Fatalf("increment(2) = %#v, want uint64(2)", got)
-	}
-	if got := call(t, first, "increment", uint32(40)); got != uint64(42) {
-		t.Fatalf("increment(40) = %#v, want 42", got)
-	}
-	first.Close()
+// exampleGadgets lists the example gadgets with the grants each needs: two counters and two
+// to-do lists, each pair with the same exports and kv layout in Go and in JavaScript.
+var exampleGadgets = []struct {
+	dir    string
+	grants []string
+}{{counterGo, counterGrants}, {counterJS, counterGrants}, {todoJS, todoGrants}, {todoGo, todoGrants}}
 
-	v, ok, err := h.store.Get(context.Background(), "count")
-	if err != nil || !ok || binary.LittleEndian.Uint64(v) != 42 {
-		t.Fatalf("kv count = %v, %v, %v; want 42 as 8 little-endian bytes", v, ok, err)
-	}
+// languagePairs lists, for the two gadgets of one kind, both orders in which one writes the
+// state and the other reads it on.
+func languagePairs(a, b string) [][2]string { return [][2]string{{a, b}, {b, a}} }
 
-	second := h.instantiate(t, counterGo, "counter-2", counterGrants...)
-	if got := call(t, second, "get"); got != uint64(42) {
-		t.Fatalf("get() on a new instance = %#v, want 42 from kv", got)
-	}
-	call(t, second, "reset")
-	if got := call(t, second, "get"); got != uint64(0) {
-		t.Fatalf("get() after reset = %#v, want 0", got)
-	}
-	if _, ok, _ := h.store.Get(context.Background(), "count"); ok {
-		t.Fatal("reset left the count key in kv")
-	}
+// TestCounter runs a counter, then a fresh instance of the other language's counter on the same
+// kv state: the count persists across instances and the two gadgets are interchangeable.
+func TestCounter(t *testing.T) {
+	for _, pair := range languagePairs(counterGo, counterJS) {
+		t.Run(path.Base(pair[0])+"-then-"+path.Base(pair[1]), func(t *testing.T) {
+			h := newHarness(t)
+			first := h.instantiate(t, pair[0], "counter-1", counterGrants...)
+			if got := call(t, first, "increment", uint32(2)); got != uint64(2) {
+				t.Fatalf("increment(2) = %#v, want uint64(2)", got)
+			}
+			if got := call(t, first, "increment", uint32(40)); got != uint64(42) {
+				t.Fatalf("increment(40) = %#v, want 42", got)
+			}
+			first.Close()
 
-	want := []runtime.ConsoleLine{
-		{Instance: "counter-1", Stream: "log", Level: "info", Text: "increment by 2 -> 2"},
-		{Instance: "counter-1", Stream: "log", Level: "info", Text: "increment by 40 -> 42"},
-		{Instance: "counter-2", Stream: "log", Level: "info", Text: "reset"},
-	}
-	if got := h.lines(); !reflect.DeepEqual(got, want) {
-		t.Fatalf("console = %+v\nwant %+v", got, want)
+			v, ok, err := h.store.Get(context.Background(), "count")
+			if err != nil || !ok || len(v) != 8 || binary.LittleEndian.Uint64(v) != 42 {
+				t.Fatalf("kv count = %v, %v, %v; want 42 as 8 little-endian bytes", v, ok, err)
+			}
+
+			second := h.instantiate(t, pair[1], "counter-2", counterGrants...)
+			if got := call(t, second, "get"); got != uint64(42) {
+				t.Fatalf("get() on a new instance = %#v, want 42 from kv", got)
+			}
+			call(t, second, "reset")
+			if got := call(t, second, "get"); got != uint64(0) {
+				t.Fatalf("get() after reset = %#v, want 0", got)
+			}
+			if _, ok, _ := h.store.Get(context.Background(), "count"); ok {
+				t.Fatal("reset left the count key in kv")
+			}
+
+			want := []runtime.ConsoleLine{
+				{Instance: "counter-1", Stream: "log", Level: "info", Text: "increment by 2 -> 2"},
+				{Instance: "counter-1", Stream: "log", Level: "info", Text: "increment by 40 -> 42"},
+				{Instance: "counter-2", Stream: "log", Level: "info", Text: "reset"},
+			}
+			if got := h.lines(); !reflect.DeepEqual(got, want) {
+				t.Fatalf("console = %+v\nwant %+v", got, want)
+			}
+		})
 	}
 }
 
-func TestCounterGoImportsOnlyWhatItUses(t *testing.T) {
-	var imports []string
-	for _, it := range component(t, counterGo).Audit().Imports {
-		if strings.HasPrefix(it.Name, "atelier:") {
-			imports = append(imports, it.Name)
-		}
-	}
-	// The world includes all of atelier:gadget/gadget; Go's linker keeps only what is called.
-	want := []string{"atelier:host/log@0.1.0", "atelier:host/kv@0.1.0"}
-	if !reflect.DeepEqual(imports, want) {
-		t.Fatalf("atelier imports = %v, want %v", imports, want)
+// TestGadgetsImportOnlyWhatTheyUse pins each example gadget's atelier imports, which are the
+// grants its owner must give.
+func TestGadgetsImportOnlyWhatTheyUse(t *testing.T) {
+	for _, g := range exampleGadgets {
+		t.Run(path.Base(g.dir), func(t *testing.T) {
+			var imports, want []string
+			for _, it := range component(t, g.dir).Audit().Imports {
+				if strings.HasPrefix(it.Name, "atelier:") {
+					imports = append(imports, it.Name)
+				}
+			}
+			// counter-go's world includes all of atelier:gadget/gadget; Go's linker keeps only
+			// what is called.
+			for _, grant := range g.grants {
+				want = append(want, grant+"@0.1.0")
+			}
+			slices.Sort(imports)
+			slices.Sort(want)
+			if !slices.Equal(imports, want) {
+				t.Fatalf("atelier imports = %v, want %v", imports, want)
+			}
+		})
 	}
 }
 
 func TestGadgetWithoutKVGrantIsRefused(t *testing.T) {
-	for _, dir := range []string{counterGo, todoJS} {
-		t.Run(dir, func(t *testing.T) {
+	for _, g := range exampleGadgets {
+		t.Run(path.Base(g.dir), func(t *testing.T) {
 			h := newHarness(t)
-			_, err := sharedRuntime(t).Instantiate(context.Background(), component(t, dir),
+			_, err := sharedRuntime(t).Instantiate(context.Background(), component(t, g.dir),
 				h.config("no-kv", log.Grant, events.Grant))
 			var ungranted *runtime.UngrantedImportError
 			if !errors.As(err, &ungranted) || ungranted.Grant != kv.Grant {
@@ -90,61 +123,68 @@ func TestGadgetWithoutKVGrantIsRefused(t *testing.T) {
 	}
 }
 
-var todoGrants = []string{log.Grant, kv.Grant, events.Grant}
-
 func todo(id uint32, title string, done bool) map[string]any {
 	return map[string]any{"id": id, "title": title, "done": done}
 }
 
-func TestTodoJS(t *testing.T) {
-	h := newHarness(t)
-	inst := h.instantiate(t, todoJS, "todo-1", todoGrants...)
+// TestTodo runs a to-do list, then a fresh instance of the other language's to-do list on the
+// same kv state, checking results, errors, events and console lines of both.
+func TestTodo(t *testing.T) {
+	for _, pair := range languagePairs(todoJS, todoGo) {
+		t.Run(path.Base(pair[0])+"-then-"+path.Base(pair[1]), func(t *testing.T) {
+			h := newHarness(t)
+			inst := h.instantiate(t, pair[0], "todo-1", todoGrants...)
 
-	if got, want := call(t, inst, "add", "milk"), todo(1, "milk", false); !reflect.DeepEqual(got, want) {
-		t.Fatalf("add(milk) = %#v, want %#v", got, want)
-	}
-	call(t, inst, "add", "eggs ü") // non-ASCII goes through the guest's UTF-8 encoding
-	if got, want := call(t, inst, "toggle", uint32(1)), todo(1, "milk", true); !reflect.DeepEqual(got, want) {
-		t.Fatalf("toggle(1) = %#v, want %#v", got, want)
-	}
-	_, err := inst.Call(context.Background(), "toggle", uint32(99))
-	var rerr *runtime.ResultError
-	if !errors.As(err, &rerr) || rerr.Value != "no todo with id 99" {
-		t.Fatalf("toggle(99) error = %v, want ResultError \"no todo with id 99\"", err)
-	}
-	if got := call(t, inst, "remove", uint32(2)); got != true {
-		t.Fatalf("remove(2) = %#v, want true", got)
-	}
-	if got := call(t, inst, "remove", uint32(2)); got != false {
-		t.Fatalf("second remove(2) = %#v, want false", got)
-	}
-	inst.Close()
+			if got, want := call(t, inst, "add", "milk"), todo(1, "milk", false); !reflect.DeepEqual(got, want) {
+				t.Fatalf("add(milk) = %#v, want %#v", got, want)
+			}
+			call(t, inst, "add", "eggs ü <&>") // non-ASCII and HTML characters stored as they are
+			if got, want := call(t, inst, "toggle", uint32(1)), todo(1, "milk", true); !reflect.DeepEqual(got, want) {
+				t.Fatalf("toggle(1) = %#v, want %#v", got, want)
+			}
+			_, err := inst.Call(context.Background(), "toggle", uint32(99))
+			var rerr *runtime.ResultError
+			if !errors.As(err, &rerr) || rerr.Value != "no todo with id 99" {
+				t.Fatalf("toggle(99) error = %v, want ResultError \"no todo with id 99\"", err)
+			}
+			if got := call(t, inst, "remove", uint32(2)); got != true {
+				t.Fatalf("remove(2) = %#v, want true", got)
+			}
+			if got := call(t, inst, "remove", uint32(2)); got != false {
+				t.Fatalf("second remove(2) = %#v, want false", got)
+			}
+			inst.Close()
 
-	// The state lives in kv: a new instance sees it.
-	again := h.instantiate(t, todoJS, "todo-2", todoGrants...)
-	call(t, again, "add", "bread")
-	want := []any{todo(1, "milk", true), todo(3, "bread", false)}
-	if got := call(t, again, "list"); !reflect.DeepEqual(got, want) {
-		t.Fatalf("list() = %#v, want %#v", got, want)
-	}
+			// The state lives in kv: a new instance, of either language, sees it.
+			again := h.instantiate(t, pair[1], "todo-2", todoGrants...)
+			call(t, again, "add", "bread")
+			want := []any{todo(1, "milk", true), todo(3, "bread", false)}
+			if got := call(t, again, "list"); !reflect.DeepEqual(got, want) {
+				t.Fatalf("list() = %#v, want %#v", got, want)
+			}
+			if v, _, _ := h.store.Get(context.Background(), "todo/0000000003"); string(v) != `{"id":3,"title":"bread","done":false}` {
+				t.Fatalf("kv todo/0000000003 = %q, want the JSON.stringify form", v)
+			}
 
-	var kinds []string
-	for _, ev := range h.published() {
-		var p struct {
-			Kind string
-			Todo struct{ ID uint32 }
-		}
-		if err := json.Unmarshal(ev.Payload, &p); err != nil || ev.Topic != "todos" {
-			t.Fatalf("event %+v: topic or payload wrong (%v)", ev, err)
-		}
-		kinds = append(kinds, fmt.Sprintf("%s %s %d", ev.Source, p.Kind, p.Todo.ID))
-	}
-	wantKinds := []string{"todo-1 added 1", "todo-1 added 2", "todo-1 toggled 1", "todo-1 removed 2", "todo-2 added 3"}
-	if !reflect.DeepEqual(kinds, wantKinds) {
-		t.Fatalf("events = %q, want %q", kinds, wantKinds)
-	}
-	if lines := h.lines(); len(lines) != 5 || lines[1] != (runtime.ConsoleLine{Instance: "todo-1", Stream: "log", Level: "info", Text: "added 2: eggs ü"}) {
-		t.Fatalf("console = %+v, want 5 log lines, the second `added 2: eggs ü`", lines)
+			var kinds []string
+			for _, ev := range h.published() {
+				var p struct {
+					Kind string
+					Todo struct{ ID uint32 }
+				}
+				if err := json.Unmarshal(ev.Payload, &p); err != nil || ev.Topic != "todos" {
+					t.Fatalf("event %+v: topic or payload wrong (%v)", ev, err)
+				}
+				kinds = append(kinds, fmt.Sprintf("%s %s %d", ev.Source, p.Kind, p.Todo.ID))
+			}
+			wantKinds := []string{"todo-1 added 1", "todo-1 added 2", "todo-1 toggled 1", "todo-1 removed 2", "todo-2 added 3"}
+			if !reflect.DeepEqual(kinds, wantKinds) {
+				t.Fatalf("events = %q, want %q", kinds, wantKinds)
+			}
+			if lines := h.lines(); len(lines) != 5 || lines[1] != (runtime.ConsoleLine{Instance: "todo-1", Stream: "log", Level: "info", Text: "added 2: eggs ü <&>"}) {
+				t.Fatalf("console = %+v, want 5 log lines, the second `added 2: eggs ü <&>`", lines)
+			}
+		})
 	}
 }
 
@@ -160,11 +200,8 @@ func benchSample() map[string]any {
 var kib = strings.Repeat("abcdefghijklmnopqrstuvwxyz0123ü", 33)[:1024]
 
 func TestBenchExports(t *testing.T) {
-	for _, g := range []struct {
-		dir    string
-		grants []string
-	}{{counterGo, counterGrants}, {todoJS, todoGrants}} {
-		t.Run(g.dir, func(t *testing.T) {
+	for _, g := range exampleGadgets {
+		t.Run(path.Base(g.dir), func(t *testing.T) {
 			inst := newHarness(t).instantiate(t, g.dir, "bench", g.grants...)
 			if got := call(t, inst, "noop"); got != nil {
 				t.Fatalf("noop() = %#v", got)

@@ -21,7 +21,9 @@ import (
 // Guests built by sdk/build-gadget.sh, by name: the folder under the repository root.
 const (
 	counterGo  = "gadgets/counter-go"
+	counterJS  = "gadgets/counter-js"
 	todoJS     = "gadgets/todo-js"
+	todoGo     = "gadgets/todo-go"
 	fsEscape   = "tests/runtime/guests/fs-escape"
 	netEscape  = "tests/runtime/guests/net-escape"
 	envEscape  = "tests/runtime/guests/env-escape"

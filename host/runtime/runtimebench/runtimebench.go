@@ -1,10 +1,11 @@
 // Package runtimebench runs the standard host/runtime benchmark operations on any component,
-// twice: through host/runtime ("runtime") and through the bare C API mirror with no runtime
-// layer ("bare"), so that one `go test -bench` run gives the runtime's overhead as a ratio.
-// Sub-benchmark names pair up: Runtime/instantiate with Bare/instantiate, and so on.
+// each twice in a row: through host/runtime ("runtime") and through the bare C API mirror with
+// no runtime layer ("bare"), so that one `go test -bench` run gives the runtime's overhead as a
+// ratio. The two sides of an operation run back to back (op/runtime, then op/bare), so machine
+// noise hits both alike; `go run ./tests/bench` prints the ratios.
 //
 // Operations: compile, cached_load, instantiate, noop_call, echo_string_1KiB,
-// record_roundtrip. An operation whose function is not named in the Suite is skipped.
+// record_roundtrip. A call operation whose function is not named in the Suite is skipped.
 package runtimebench
 
 import (
@@ -31,122 +32,77 @@ type Suite struct {
 	EchoString string
 	// Record is a top-level export taking one record and returning a record, called with
 	// RecordArg (JSON-ish) through the runtime; the bare side gets its canonical form
-	// (wit.Flat), made once.
+	// (wit.Flat), made once, as a caller holding prepared values would.
 	Record    string
 	RecordArg any
 }
 
-// Run runs both sides as sub-benchmarks "Runtime" and "Bare".
+// Run runs every operation as the sub-benchmarks "<op>/runtime" and "<op>/bare".
 func (s Suite) Run(b *testing.B) {
-	b.Run("Runtime", s.RunRuntime)
-	b.Run("Bare", s.RunBare)
-}
-
-func (s Suite) string1KiB() string { return strings.Repeat("0123456789abcdef", 64) }
-
-// RunRuntime runs the operations through host/runtime.
-func (s Suite) RunRuntime(b *testing.B) {
 	ctx := context.Background()
-	b.Run("compile", func(b *testing.B) {
-		rt := newRuntime(b, runtime.Config{NoCache: true, Interfaces: s.Interfaces})
-		b.ReportAllocs()
-		for b.Loop() {
-			c, err := rt.Compile(ctx, s.Wasm)
-			if err != nil {
-				b.Fatal(err)
-			}
-			c.Close()
-		}
-	})
 	rt := newRuntime(b, runtime.Config{CacheDir: b.TempDir(), Interfaces: s.Interfaces})
-	comp, err := rt.Compile(ctx, s.Wasm)
+	comp, err := rt.Compile(ctx, s.Wasm) // also fills the artifact cache
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer comp.Close()
-	b.Run("cached_load", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			c, err := rt.Compile(ctx, s.Wasm)
-			if err != nil {
-				b.Fatal(err)
-			}
-			c.Close()
-		}
-	})
-	cfg := runtime.InstanceConfig{Grants: s.Grants}
-	b.Run("instantiate", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			inst, err := rt.Instantiate(ctx, comp, cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
-			inst.Close()
-		}
-	})
-	inst, err := rt.Instantiate(ctx, comp, cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer inst.Close()
-	call := func(name, fn string, args ...any) {
-		if fn == "" {
-			return
-		}
-		b.Run(name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := inst.Call(ctx, fn, args...); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
-	call("noop_call", s.Noop)
-	call("echo_string_1KiB", s.EchoString, s.string1KiB())
-	call("record_roundtrip", s.Record, s.RecordArg)
-}
-
-// RunBare runs the same operations through the C API mirror directly.
-func (s Suite) RunBare(b *testing.B) {
 	bare, err := capi.NewBare(capi.BareEngineConfig(runtime.DefaultMaxWasmStack), s.Wasm)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer bare.Close()
-	b.Run("compile", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if err := bare.Compile(); err != nil {
-				b.Fatal(err)
+
+	pair(b, "compile", func(b *testing.B) {
+		rt := newRuntime(b, runtime.Config{NoCache: true, Interfaces: s.Interfaces})
+		loop(b, func() error {
+			c, err := rt.Compile(ctx, s.Wasm)
+			if err == nil {
+				c.Close()
 			}
-		}
-	})
-	b.Run("cached_load", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if err := bare.Deserialize(); err != nil {
-				b.Fatal(err)
+			return err
+		})
+	}, func(b *testing.B) { loop(b, bare.Compile) })
+
+	pair(b, "cached_load", func(b *testing.B) {
+		loop(b, func() error {
+			c, err := rt.Compile(ctx, s.Wasm)
+			if err == nil {
+				c.Close()
 			}
-		}
-	})
-	b.Run("instantiate", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
+			return err
+		})
+	}, func(b *testing.B) { loop(b, bare.Deserialize) })
+
+	cfg := runtime.InstanceConfig{Grants: s.Grants}
+	pair(b, "instantiate", func(b *testing.B) {
+		loop(b, func() error {
+			inst, err := rt.Instantiate(ctx, comp, cfg)
+			if err == nil {
+				inst.Close()
+			}
+			return err
+		})
+	}, func(b *testing.B) {
+		loop(b, func() error {
 			bi, err := bare.Instantiate()
-			if err != nil {
-				b.Fatal(err)
+			if err == nil {
+				bi.Close()
 			}
-			bi.Close()
-		}
+			return err
+		})
 	})
+
+	inst, err := rt.Instantiate(ctx, comp, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer inst.Close()
 	bi, err := bare.Instantiate()
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer bi.Close()
-	call := func(name, fn string, args ...any) {
+	call := func(op, fn string, args ...any) {
 		if fn == "" {
 			return
 		}
@@ -154,28 +110,46 @@ func (s Suite) RunBare(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Run(name, func(b *testing.B) {
-			// The arguments are prepared once, as a caller holding Go values would have them;
-			// each call writes them to C values and reads the result back into Go values.
+		pair(b, op, func(b *testing.B) {
+			loop(b, func() error {
+				_, err := inst.Call(ctx, fn, args...)
+				return err
+			})
+		}, func(b *testing.B) {
 			var in, out wit.Flat
 			for i, a := range args {
 				if err := wit.LowerArg(f.Type().Params[i].Type, a, i, &in); err != nil {
 					b.Fatal(err)
 				}
 			}
-			b.ReportAllocs()
-			for b.Loop() {
+			loop(b, func() error {
 				in.Rewind()
 				out.Reset()
-				if err := f.Call(&in, &out); err != nil {
-					b.Fatal(err)
-				}
-			}
+				return f.Call(&in, &out)
+			})
 		})
 	}
 	call("noop_call", s.Noop)
-	call("echo_string_1KiB", s.EchoString, s.string1KiB())
+	call("echo_string_1KiB", s.EchoString, strings.Repeat("0123456789abcdef", 64))
 	call("record_roundtrip", s.Record, s.RecordArg)
+}
+
+// pair runs one operation through the runtime, then through the bare C API.
+func pair(b *testing.B, op string, runtimeSide, bareSide func(*testing.B)) {
+	b.Run(op, func(b *testing.B) {
+		b.Run("runtime", runtimeSide)
+		b.Run("bare", bareSide)
+	})
+}
+
+// loop runs op b.N times, reporting allocations and failing on the first error.
+func loop(b *testing.B, op func() error) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := op(); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 func newRuntime(b *testing.B, cfg runtime.Config) *runtime.Runtime {

@@ -39,7 +39,12 @@
 //
 // # Canonical values (what internal/capi uses)
 //
-// bool, int8…uint64, float32, float64, rune (char), string, []byte (list<u8>), []any (other
-// lists, tuples, and records in field order), VariantValue, nil or SomeValue (option),
-// ResultValue, string (enum), []string (flags, declaration order), Handle.
+// The canonical form is a Flat: the scalars, strings and byte lists of one or more values in
+// the order a walk of their types meets them, with no tree and no boxing. Lower appends to a
+// Flat, Lift consumes from one; internal/capi reads and writes the same layout against
+// Wasmtime's C values. A Flat is reused from call to call, so a conversion allocates only
+// what the JSON-ish side needs (the record maps and strings a caller receives).
+//
+// At the function boundary, LowerReturn and LiftReturn unwrap a WIT `result`: they take and
+// give the payload of one side and whether it is the error side.
 package wit

@@ -2,6 +2,7 @@ package capi
 
 import (
 	"fmt"
+	"strings"
 
 	"atelier/host/runtime/wit"
 )
@@ -24,8 +25,8 @@ func BareEngineConfig(maxWasmStack uint) EngineConfig {
 	return EngineConfig{MaxWasmStack: maxWasmStack, Epoch: true, ParallelCompilation: true}
 }
 
-// NewBare compiles src and prepares a linker with WASI and every other import defined as a
-// trapping stub.
+// NewBare compiles src and prepares a linker with WASI and every other imported interface
+// defined with functions that trap when called.
 func NewBare(cfg EngineConfig, src []byte) (*Bare, error) {
 	b := &Bare{eng: NewEngine(cfg), src: src, funcs: make(map[string]*wit.FuncType)}
 	var err error
@@ -42,11 +43,11 @@ func NewBare(cfg EngineConfig, src []byte) (*Bare, error) {
 		b.Close()
 		return nil, err
 	}
-	if err := b.linker.DefineUnknownImportsAsTraps(b.comp); err != nil {
+	imports, exports := b.comp.Items()
+	if err := defineTrapping(b.linker, imports); err != nil {
 		b.Close()
 		return nil, err
 	}
-	_, exports := b.comp.Items()
 	for _, it := range exports {
 		if it.Kind == wit.ItemFunc {
 			b.funcs[it.Name] = it.Func
@@ -136,3 +137,32 @@ func (b *Bare) Close() {
 
 // Type returns the function's signature.
 func (f BareFunc) Type() *wit.FuncType { return f.ft }
+
+// defineTrapping defines every non-WASI imported instance with functions that trap when called.
+// (Wasmtime's define_unknown_imports_as_traps cannot serve: it would also shadow the WASI
+// interfaces a component imports at a newer compatible version than Wasmtime's.)
+func defineTrapping(l *Linker, imports []wit.Item) error {
+	for _, it := range imports {
+		if it.Kind != wit.ItemInstance || strings.HasPrefix(it.Name, "wasi:") {
+			continue
+		}
+		var funcs []HostFunc
+		for _, f := range it.Exports {
+			if f.Kind != wit.ItemFunc {
+				continue
+			}
+			ft, name := f.Func, it.Name+"#"+f.Name
+			funcs = append(funcs, HostFunc{
+				Name:      f.Name,
+				Signature: func(*Store) (*wit.FuncType, error) { return ft, nil },
+				Call: func(*Store, *wit.FuncType, *wit.Flat, *wit.Flat) error {
+					return fmt.Errorf("%s is not available in the bare benchmark", name)
+				},
+			})
+		}
+		if err := l.DefineInstance(it.Name, funcs); err != nil {
+			return fmt.Errorf("define %s: %w", it.Name, err)
+		}
+	}
+	return nil
+}

@@ -38,7 +38,7 @@ func atlHostCall(env unsafe.Pointer, ctx *C.wasmtime_context_t, _ *C.wasmtime_co
 			return newCError(fmt.Sprintf("host function %s: %v", hf.Name, err))
 		}
 	}
-	if err := hf.Call(s, in, out); err != nil {
+	if err := hf.Call(s, ft, in, out); err != nil {
 		return newCError(err.Error())
 	}
 	if ft.Result != nil {

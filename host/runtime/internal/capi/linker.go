@@ -17,10 +17,10 @@ type HostFunc struct {
 	Name string
 	// Signature returns the function's type as the calling store's component imports it.
 	Signature func(s *Store) (*wit.FuncType, error)
-	// Call runs the function: it consumes the canonical arguments from args and appends the
+	// Call runs the function, whose type Signature returned: it consumes the canonical arguments from args and appends the
 	// canonical result, if the function has one, to res (see wit.Flat). An error traps the
 	// guest.
-	Call func(s *Store, args, res *wit.Flat) error
+	Call func(s *Store, ft *wit.FuncType, args, res *wit.Flat) error
 }
 
 // Linker resolves component imports. Once defined it is safe for concurrent instantiation, and
@@ -69,12 +69,6 @@ func (l *Linker) DefineInstance(name string, funcs []HostFunc) error {
 		pnames, plens, penvs = &names[0], &lens[0], &envs[0]
 	}
 	return takeError(C.atl_linker_define_instance(l.ptr, cname, C.size_t(len(name)), C.size_t(n), pnames, plens, penvs))
-}
-
-// DefineUnknownImportsAsTraps satisfies every import of c the linker lacks with a function
-// that traps when called (used by the bare benchmarks only).
-func (l *Linker) DefineUnknownImportsAsTraps(c *Component) error {
-	return takeError(C.wasmtime_component_linker_define_unknown_imports_as_traps(l.ptr, c.ptr))
 }
 
 // Instantiate instantiates c in s.

@@ -5,9 +5,11 @@ package capi
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"runtime/cgo"
+	"sync/atomic"
 	"unsafe"
 
 	"atelier/host/runtime/wit"
@@ -41,8 +43,8 @@ type Store struct {
 
 	onDeadline func() bool
 	writers    []cgo.Handle
-	resources  []*C.wasmtime_component_resource_any_t // index = Handle-1; nil once dropped
-	scratch    []C.wasmtime_component_val_t           // C memory reused for call arguments
+	resources  map[wit.Handle]*C.wasmtime_component_resource_any_t
+	scratch    []C.wasmtime_component_val_t // C memory reused for call arguments
 
 	// hostArgs and hostRes carry the values of host function calls (one at a time per store).
 	hostArgs, hostRes wit.Flat
@@ -98,30 +100,48 @@ func (s *Store) Fuel() (uint64, error) {
 	return uint64(f), err
 }
 
+// nextHandle numbers resource handles across every store of the process, so that a handle
+// from one store is unknown to all others (2^64 handles never wrap).
+var nextHandle atomic.Uint64
+
 // DropResource drops the resource behind h (running the guest's destructor for guest
-// resources) and forgets the handle.
+// resources) and forgets the handle. An unknown handle is an error before anything runs;
+// an error from the drop itself (a destructor that traps) is an *Error.
 func (s *Store) DropResource(h wit.Handle) error {
 	r, err := s.resource(h)
 	if err != nil {
 		return err
 	}
-	s.resources[h-1] = nil
+	delete(s.resources, h)
 	err = takeError(C.wasmtime_component_resource_any_drop(s.ctx, r))
 	C.wasmtime_component_resource_any_delete(r)
 	return err
 }
 
 func (s *Store) addResource(r *C.wasmtime_component_resource_any_t) wit.Handle {
-	s.resources = append(s.resources, r)
-	return wit.Handle(len(s.resources))
+	h := wit.Handle(nextHandle.Add(1))
+	if s.resources == nil {
+		s.resources = make(map[wit.Handle]*C.wasmtime_component_resource_any_t)
+	}
+	s.resources[h] = r
+	return h
 }
 
+// resource returns the resource behind h.
 func (s *Store) resource(h wit.Handle) (*C.wasmtime_component_resource_any_t, error) {
-	if h == 0 || int(h) > len(s.resources) || s.resources[h-1] == nil {
-		return nil, fmt.Errorf("unknown resource handle %d", h)
+	r, ok := s.resources[h]
+	if !ok {
+		return nil, unknownHandle(h)
 	}
-	return s.resources[h-1], nil
+	return r, nil
 }
+
+func unknownHandle(h wit.Handle) error {
+	return fmt.Errorf("%w %d (never returned by this instance, dropped, or moved into the guest)", ErrUnknownHandle, h)
+}
+
+// ErrUnknownHandle: a resource handle is not in the store's table.
+var ErrUnknownHandle = errors.New("unknown resource handle")
 
 // args returns n zeroed C values in reusable C memory.
 func (s *Store) args(n int) []C.wasmtime_component_val_t {
@@ -144,9 +164,7 @@ func (s *Store) Close() {
 	}
 	s.closed = true
 	for _, r := range s.resources {
-		if r != nil {
-			C.wasmtime_component_resource_any_delete(r)
-		}
+		C.wasmtime_component_resource_any_delete(r)
 	}
 	s.resources = nil
 	C.wasmtime_store_delete(s.ptr)

@@ -333,7 +333,12 @@ func (s *Store) lower(t *wit.Type, f *wit.Flat, c *C.wasmtime_component_val_t) e
 		if err != nil {
 			return err
 		}
-		*(**C.wasmtime_component_resource_any_t)(p) = C.wasmtime_component_resource_any_clone(r)
+		if t.Kind == wit.Own { // the resource moves out of the table: c owns it now
+			delete(s.resources, wit.Handle(h))
+		} else {
+			r = C.wasmtime_component_resource_any_clone(r)
+		}
+		*(**C.wasmtime_component_resource_any_t)(p) = r
 	default:
 		w, ok := f.Word()
 		if !ok {
