@@ -3,139 +3,213 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"atelier/capnweb"
 )
 
+// defaultServer is the API URL of `atelier serve` with its default --addr.
 const defaultServer = "ws://127.0.0.1:8787/api"
 
-// dial connects to a running `atelier serve` and returns its API stub.
-func dial(ctx context.Context, url string) (*capnweb.Session, *capnweb.Stub, error) {
+// dialTimeout bounds connecting to the server (the calls afterwards are bounded by Ctrl-C).
+const dialTimeout = 15 * time.Second
+
+// serverFlag defines --server, whose default is $ATELIER_SERVER or defaultServer.
+func serverFlag(fs *flag.FlagSet) *string {
+	def := os.Getenv("ATELIER_SERVER")
+	if def == "" {
+		def = defaultServer
+	}
+	return fs.String("server", def, "URL of the server's API, e.g. ws://HOST:PORT/api or http://HOST:PORT (env ATELIER_SERVER)")
+}
+
+// workspaceFlag defines --workspace, whose default is $ATELIER_WORKSPACE; empty means the
+// workspace chosen with `atelier workspace use`.
+func workspaceFlag(fs *flag.FlagSet) *string {
+	return fs.String("workspace", os.Getenv("ATELIER_WORKSPACE"),
+		"ID of the workspace to work in (env ATELIER_WORKSPACE; default: the one chosen with atelier workspace use)")
+}
+
+// serverURL turns what the user typed into the WebSocket URL of the API, which is also the key
+// of the server's credentials: "host:port" and "http://host:port" become "ws://host:port/api",
+// "https://..." becomes "wss://...".
+func serverURL(raw string) (string, error) {
+	if !strings.Contains(raw, "://") {
+		raw = "ws://" + raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "", usageError{fmt.Sprintf("--server %q is not a URL like ws://127.0.0.1:8787/api", raw)}
+	}
+	switch u.Scheme {
+	case "ws", "wss":
+	case "http":
+		u.Scheme = "ws"
+	case "https":
+		u.Scheme = "wss"
+	default:
+		return "", usageError{fmt.Sprintf("--server %q: the scheme must be ws, wss, http or https", raw)}
+	}
+	if u.Path == "" || u.Path == "/" {
+		u.Path = "/api"
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	return u.String(), nil
+}
+
+// serverHint is the --server flag to repeat in a suggested command line ("" for the default).
+func serverHint(server string) string {
+	def := defaultServer
+	if env := os.Getenv("ATELIER_SERVER"); env != "" {
+		def, _ = serverURL(env)
+	}
+	if server == def {
+		return ""
+	}
+	return " --server " + server
+}
+
+// dial opens a Cap'n Web session with the server at url (see serverURL).
+func dial(ctx context.Context, url string) (*capnweb.Session, error) {
+	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	defer cancel()
 	s, err := capnweb.DialWebSocket(ctx, url, capnweb.Options{})
 	if err != nil {
-		return nil, nil, fmt.Errorf("connect to %s: %w (is `atelier serve` running? pass --server)", url, err)
+		return nil, fmt.Errorf("cannot reach %s: %w\nIs `atelier serve` running there? Pass --server URL or set ATELIER_SERVER", url, err)
 	}
-	return s, s.Main(), nil
+	return s, nil
 }
 
-// printJSON prints v as indented JSON.
-func printJSON(v any) error {
+// client is an authenticated session with a server, made from the saved credentials.
+type client struct {
+	server string
+	creds  *credentials
+	sess   *capnweb.Session
+	root   *capnweb.Stub
+	api    *capnweb.Promise // the authenticated API
+}
+
+// connect dials the server named by the --server flag value and authenticates with the token
+// that `atelier login` saved for it.
+func connect(ctx context.Context, server string) (*client, error) {
+	url, err := serverURL(server)
+	if err != nil {
+		return nil, err
+	}
+	creds, err := loadCredentials()
+	if err != nil {
+		return nil, err
+	}
+	token := creds.Servers[url].Token
+	if token == "" {
+		return nil, fmt.Errorf("not logged in to %s: run `atelier login%s` first", url, serverHint(url))
+	}
+	sess, err := dial(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	root := sess.Main()
+	return &client{server: url, creds: creds, sess: sess, root: root, api: root.Call(ctx, "authenticate", token)}, nil
+}
+
+// Close ends the session.
+func (c *client) Close() {
+	if c.api != nil {
+		c.api.Dispose()
+	}
+	c.root.Dispose()
+	c.sess.Close()
+}
+
+// saved returns what the credentials file holds for this server.
+func (c *client) saved() serverCredentials { return c.creds.Servers[c.server] }
+
+// remember updates this server's entry of the credentials file.
+func (c *client) remember(update func(*serverCredentials)) error {
+	e := c.creds.Servers[c.server]
+	update(&e)
+	c.creds.Servers[c.server] = e
+	return c.creds.save()
+}
+
+// workspace returns a promise for the Workspace stub with the given ID, or the current one of
+// `atelier workspace use` when id is empty.
+func (c *client) workspace(ctx context.Context, id string) (*capnweb.Promise, error) {
+	if id == "" {
+		id = c.saved().Workspace
+	}
+	if id == "" {
+		return nil, fmt.Errorf("no workspace selected: run `atelier workspace list` and `atelier workspace use ID` " +
+			"(or `atelier workspace create NAME`), or pass --workspace ID")
+	}
+	return c.api.Call(ctx, "openWorkspace", id), nil
+}
+
+// errorCode returns the API error code (UNAUTHORIZED, NOT_FOUND, ...) of a rejected call, or "".
+func errorCode(err error) string {
+	var e *capnweb.Error
+	if errors.As(err, &e) {
+		code, _ := e.Props["code"].(string)
+		return code
+	}
+	return ""
+}
+
+// explain rewrites an error of a call so that it says what to do next.
+func (c *client) explain(err error) error {
+	var e *capnweb.Error
+	switch {
+	case errors.As(err, &e):
+		switch code := errorCode(err); code {
+		case "UNAUTHORIZED":
+			return fmt.Errorf("%s\nYour login to %s is not valid any more: run `atelier login%s`", e.Message, c.server, serverHint(c.server))
+		case "":
+			return errors.New(e.Error())
+		default:
+			return fmt.Errorf("%s (%s)", e.Message, code)
+		}
+	case c.sess.Err() != nil:
+		return fmt.Errorf("connection to %s lost: %w", c.server, c.sess.Err())
+	}
+	return err
+}
+
+// await awaits p and converts its value to T, explaining errors.
+func await[T any](ctx context.Context, c *client, p *capnweb.Promise) (T, error) {
+	v, err := capnweb.AwaitAs[T](ctx, p)
+	if err != nil {
+		return v, c.explain(err)
+	}
+	return v, nil
+}
+
+// printJSON writes v as indented JSON.
+func printJSON(w io.Writer, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
-		return err
+		return fmt.Errorf("print result as JSON: %w", err)
 	}
-	fmt.Println(string(b))
-	return nil
+	_, err = fmt.Fprintln(w, string(b))
+	return err
 }
 
-func deployCommand() command {
-	return command{
-		name:    "deploy",
-		usage:   "[--server URL] [--grant NAME,...] NAME FILE.wasm",
-		summary: "deploy a component as a new version of a gadget on a running server",
-		details: `Uploads a component to a running 'atelier serve' as the new current version of gadget NAME
-(creating it if needed). The gadget may import only the WASI baseline and the interfaces given
-with --grant; a component importing anything else is refused, naming the import.
-
-Example:
-  atelier deploy --grant atelier:host/kv,atelier:host/log counter counter.wasm`,
-		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
-			server := fs.String("server", defaultServer, "WebSocket URL of the server's API")
-			grants := fs.String("grant", "", "comma-separated interfaces the gadget may import, e.g. atelier:host/kv")
-			return func(ctx context.Context, args []string) error {
-				if len(args) != 2 {
-					return usageError{"want a gadget name and a component file"}
-				}
-				code, err := os.ReadFile(args[1])
-				if err != nil {
-					return err
-				}
-				s, api, err := dial(ctx, *server)
-				if err != nil {
-					return err
-				}
-				defer s.Close()
-				res, err := api.Call(ctx, "deploy", args[0], code, splitList(*grants)).Await(ctx)
-				if err != nil {
-					return err
-				}
-				return printJSON(res)
-			}
-		},
+// formatTime renders a timestamp from the API (a Date, or milliseconds since the epoch) in
+// local time.
+func formatTime(v any, layout string) string {
+	switch t := v.(type) {
+	case time.Time:
+		return t.Local().Format(layout)
+	case float64:
+		return time.UnixMilli(int64(t)).Local().Format(layout)
+	case nil:
+		return "-"
 	}
-}
-
-func callCommand() command {
-	return command{
-		name:    "call",
-		usage:   "[--server URL] GADGET FUNCTION [JSON-ARG...]",
-		summary: "call a gadget's exported function on a running server",
-		details: `Calls FUNCTION (camelCase, e.g. makeCounter for make-counter) of GADGET with the given
-arguments, each one JSON value, and prints the result as JSON.
-
-Example:
-  atelier call counter increment 5`,
-		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
-			server := fs.String("server", defaultServer, "WebSocket URL of the server's API")
-			return func(ctx context.Context, args []string) error {
-				if len(args) < 2 {
-					return usageError{"want a gadget name and a function name"}
-				}
-				callArgs := make([]any, len(args)-2)
-				for i, a := range args[2:] {
-					if err := json.Unmarshal([]byte(a), &callArgs[i]); err != nil {
-						return usageError{fmt.Sprintf("argument %d (%q) is not JSON: %v; quote strings like '\"text\"'", i+1, a, err)}
-					}
-				}
-				s, api, err := dial(ctx, *server)
-				if err != nil {
-					return err
-				}
-				defer s.Close()
-				res, err := api.Call(ctx, "gadget", args[0]).Call(ctx, args[1], callArgs...).Await(ctx)
-				if err != nil {
-					return err
-				}
-				return printJSON(res)
-			}
-		},
-	}
-}
-
-func gadgetsCommand() command {
-	return command{
-		name:    "gadgets",
-		usage:   "[--server URL]",
-		summary: "list the gadgets of a running server",
-		details: "Prints every gadget with its grants and versions as JSON.",
-		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
-			server := fs.String("server", defaultServer, "WebSocket URL of the server's API")
-			return func(ctx context.Context, args []string) error {
-				s, api, err := dial(ctx, *server)
-				if err != nil {
-					return err
-				}
-				defer s.Close()
-				res, err := api.Call(ctx, "gadgets").Await(ctx)
-				if err != nil {
-					return err
-				}
-				return printJSON(res)
-			}
-		},
-	}
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
+	return fmt.Sprint(v)
 }

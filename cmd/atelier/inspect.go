@@ -25,19 +25,20 @@ included) and exits 1 naming each import the grants do not cover.
 Example:
   atelier inspect --grant atelier:host/kv,atelier:host/log counter.wasm`,
 		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
-			grants := fs.String("grant", "", "comma-separated interfaces to check the imports against, e.g. atelier:host/kv")
+			grants := &grantList{}
+			fs.Var(grants, "grant", "interfaces to check the imports against, comma-separated or repeated, e.g. atelier:host/kv")
 			cacheDir := fs.String("cache", "", "artifact cache directory (default: the user cache dir)")
 			return func(ctx context.Context, args []string) error {
 				if len(args) != 1 {
 					return usageError{"want exactly one component file"}
 				}
-				return inspect(ctx, args[0], *cacheDir, *grants)
+				return inspect(ctx, args[0], *cacheDir, grants)
 			}
 		},
 	}
 }
 
-func inspect(ctx context.Context, path, cacheDir, grants string) error {
+func inspect(ctx context.Context, path, cacheDir string, grants *grantList) error {
 	src, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -52,13 +53,14 @@ func inspect(ctx context.Context, path, cacheDir, grants string) error {
 		return fmt.Errorf("compile %s: %w", path, err)
 	}
 	defer comp.Close()
-	fmt.Print(comp.Audit())
-	if grants == "" {
+	out := stdio(ctx).out
+	fmt.Fprint(out, comp.Audit())
+	if !grants.set {
 		return nil
 	}
-	if err := comp.Audit().Check(rt, append(runtime.WASIBaseline(), splitList(grants)...)); err != nil {
+	if err := comp.Audit().Check(rt, append(runtime.WASIBaseline(), grants.grants...)); err != nil {
 		return err
 	}
-	fmt.Println("grants: every import is covered")
+	fmt.Fprintln(out, "grants: every import is covered")
 	return nil
 }

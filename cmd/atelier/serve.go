@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"atelier/host/capability/events"
 	"atelier/host/gateway"
 	"atelier/host/kernel"
 	"atelier/host/runtime"
@@ -22,28 +21,40 @@ import (
 func serveCommand() command {
 	return command{
 		name:    "serve",
-		usage:   "[--addr HOST:PORT] [--data FILE]",
-		summary: "serve gadgets over Cap'n Web, with their state in a bbolt file",
-		details: `Opens (or creates) the data file, then serves the API over Cap'n Web: WebSocket at /api and
-HTTP batch at /api/batch. Stop it with Ctrl-C; calls in flight finish first.
+		usage:   "[--addr HOST:PORT] [--data FILE] [flags]",
+		summary: "serve workspaces and gadgets over Cap'n Web, with all state in one bbolt file",
+		details: `Opens (or creates) the data file, then serves the API of docs/api.md over Cap'n Web:
+WebSocket at /api and HTTP batch at /api/batch. On the first start with a data file it prints a
+token for the user "admin" (keep it: it is shown once; admin has no password until
+changePassword("", new)). Stop it with Ctrl-C; calls in flight finish first.
 
 Example:
-  atelier serve --addr 127.0.0.1:8787 --data ./atelier.db
-  atelier deploy counter gadget.wasm --grant atelier:host/kv   (in another terminal)`,
+  atelier serve --addr 127.0.0.1:8787 --data ./atelier.db`,
 		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
-			addr := fs.String("addr", "127.0.0.1:8787", "address to listen on")
-			data := fs.String("data", defaultDataFile(), "the bbolt data file")
-			cacheDir := fs.String("cache", "", "compiled-component cache directory (default: the user cache dir)")
-			timeout := fs.Duration("call-timeout", 10*time.Second, "wall-clock limit of one gadget call")
-			memory := fs.Int64("max-memory", 256<<20, "linear memory cap of one gadget instance, in bytes")
+			var o serveOptions
+			fs.StringVar(&o.addr, "addr", "127.0.0.1:8787", "address to listen on")
+			fs.StringVar(&o.data, "data", defaultDataFile(), "the bbolt data file")
+			fs.StringVar(&o.cacheDir, "cache", "", "compiled-component cache directory (default: the user cache dir)")
+			fs.DurationVar(&o.limits.Timeout, "call-timeout", 10*time.Second, "wall-clock limit of one gadget call")
+			fs.Int64Var(&o.limits.MaxMemory, "max-memory", 256<<20, "linear memory cap of one gadget instance, in bytes")
+			fs.DurationVar(&o.gadgetIdle, "gadget-idle", time.Minute, "evict a gadget's instance after this long without calls")
+			fs.DurationVar(&o.workspaceIdle, "workspace-idle", 5*time.Minute, "stop an idle workspace's overseer after this long")
+			fs.BoolVar(&o.noSignup, "no-signup", false, "refuse signup(): only the admin (and users created before) can log in")
 			return func(ctx context.Context, args []string) error {
 				if len(args) != 0 {
 					return usageError{"serve takes no arguments"}
 				}
-				return serve(ctx, *addr, *data, *cacheDir, runtime.Limits{Timeout: *timeout, MaxMemory: *memory})
+				return serve(ctx, o)
 			}
 		},
 	}
+}
+
+type serveOptions struct {
+	addr, data, cacheDir      string
+	limits                    runtime.Limits
+	gadgetIdle, workspaceIdle time.Duration
+	noSignup                  bool
 }
 
 // defaultDataFile is atelier.db in the user's data directory ($XDG_DATA_HOME/atelier or
@@ -60,28 +71,37 @@ func defaultDataFile() string {
 	return filepath.Join(dir, "atelier", "atelier.db")
 }
 
-func serve(ctx context.Context, addr, dataFile, cacheDir string, limits runtime.Limits) error {
-	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	db, err := store.Open(dataFile)
+func serve(ctx context.Context, o serveOptions) error {
+	std := stdio(ctx)
+	logger := slog.New(slog.NewTextHandler(std.err, nil))
+	db, err := store.Open(o.data)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	bus := events.NewBus()
-	rt, err := runtime.New(runtime.Config{CacheDir: cacheDir, Interfaces: kernel.HostInterfaces(bus), Logger: logger})
+	rt, err := runtime.New(runtime.Config{CacheDir: o.cacheDir, Interfaces: kernel.HostInterfaces(nil), Logger: logger})
 	if err != nil {
 		return fmt.Errorf("start runtime: %w", err)
 	}
 	defer rt.Close()
-	k := kernel.New(kernel.Config{Runtime: rt, Store: db, Events: bus, Limits: limits, Logger: logger})
+	k := kernel.New(kernel.Config{Runtime: rt, Store: db, Limits: o.limits, Logger: logger, Version: versionString(),
+		SignupsDisabled: o.noSignup, GadgetIdle: o.gadgetIdle, WorkspaceIdle: o.workspaceIdle})
 	defer k.Close()
-
-	ln, err := net.Listen("tcp", addr)
+	adminToken, err := k.Bootstrap(ctx)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w (pass another --addr)", addr, err)
+		return err
+	}
+
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w (pass another --addr)", o.addr, err)
 	}
 	srv := &http.Server{Handler: gateway.New(gateway.Config{Kernel: k, Logger: logger}), ReadHeaderTimeout: 10 * time.Second}
-	logger.Info("atelier serving", "url", "http://"+ln.Addr().String(), "api", "ws://"+ln.Addr().String()+"/api", "data", dataFile)
+	fmt.Fprintf(std.out, "%s\nserving http://%s (Cap'n Web: ws://%s/api, batch: http://%s/api/batch)\ndata: %s\n",
+		versionString(), ln.Addr(), ln.Addr(), ln.Addr(), o.data)
+	if adminToken != "" {
+		fmt.Fprintf(std.out, "first run: admin token (shown once, keep it secret):\n  %s\n", adminToken)
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

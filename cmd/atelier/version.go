@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	goruntime "runtime"
 	"runtime/debug"
 )
@@ -15,8 +14,8 @@ func versionCommand() command {
 		summary: "print the version of atelier and of its Go toolchain",
 		details: "Prints the module version (or the VCS revision of a development build) and the Go version.",
 		flags: func(*flag.FlagSet) func(context.Context, []string) error {
-			return func(context.Context, []string) error {
-				fmt.Fprintln(os.Stdout, versionString())
+			return func(ctx context.Context, _ []string) error {
+				fmt.Fprintln(stdio(ctx).out, versionString())
 				return nil
 			}
 		},

@@ -14,7 +14,7 @@ import (
 
 // Config configures the gateway.
 type Config struct {
-	// Kernel serves the API.
+	// Kernel serves the API; every session's main object is kernel.NewPublic(Kernel).
 	Kernel *kernel.Kernel
 	// Logger receives handler panics and session errors; nil uses slog.Default().
 	Logger *slog.Logger
@@ -26,7 +26,7 @@ type Config struct {
 // New returns the gateway's HTTP handler.
 func New(cfg Config) http.Handler {
 	rpc := &capnweb.Server{
-		NewMain:     func(*http.Request) (any, error) { return kernel.NewAPI(cfg.Kernel), nil },
+		NewMain:     func(*http.Request) (any, error) { return kernel.NewPublic(cfg.Kernel), nil },
 		Options:     capnweb.Options{Logger: cfg.Logger},
 		CheckOrigin: cfg.CheckOrigin,
 	}

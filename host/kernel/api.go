@@ -2,149 +2,132 @@ package kernel
 
 import (
 	"context"
-	"strings"
+	"errors"
+	"time"
 	"unicode"
 
 	"atelier/capnweb"
-	"atelier/host/runtime/wit"
+	"atelier/host/auth"
 	"atelier/host/store"
 )
 
-// API is the main object of every Cap'n Web session at /api: it lists, deploys and opens
-// gadgets. Its methods are the RPC surface (see package capnweb for the naming rules).
-type API struct {
+// Public is the main object of every Cap'n Web session (docs/api.md, "Public API"): sign up,
+// log in, and authenticate(token) for everything else.
+type Public struct {
 	capnweb.Target
 	k *Kernel
 }
 
-// NewAPI returns the API object over k.
-func NewAPI(k *Kernel) *API { return &API{k: k} }
+// NewPublic returns the main object of a new session.
+func NewPublic(k *Kernel) *Public { return &Public{k: k} }
 
-// GadgetInfo describes a gadget to clients.
-type GadgetInfo struct {
-	Name     string          `json:"name"`
-	Grants   []string        `json:"grants"`
-	Current  int             `json:"current"`
-	Versions []store.Version `json:"versions"`
+// Ping returns "pong".
+func (*Public) Ping() string { return "pong" }
+
+// ServerInfo describes the server.
+func (p *Public) ServerInfo() map[string]any {
+	return map[string]any{"name": "atelier", "version": p.k.cfg.Version, "signupsEnabled": !p.k.cfg.SignupsDisabled}
 }
 
-func infoOf(g store.Gadget) GadgetInfo {
-	return GadgetInfo{Name: g.Name, Grants: g.Grants, Current: g.Current, Versions: g.Versions}
-}
-
-// Gadgets lists the gadgets.
-func (a *API) Gadgets(ctx context.Context) ([]GadgetInfo, error) {
-	gs, err := a.k.Gadgets(ctx)
+// Signup creates a user and returns a session token.
+func (p *Public) Signup(ctx context.Context, username, password string) (string, error) {
+	k := p.k
+	if k.cfg.SignupsDisabled {
+		return "", fail(CodeFailedPrecondition, "signup: signups are disabled on this server")
+	}
+	if err := validUsername(username); err != nil {
+		return "", err
+	}
+	if err := validPassword(password); err != nil {
+		return "", err
+	}
+	pw, err := k.hashPassword(password)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	out := make([]GadgetInfo, len(gs))
-	for i, g := range gs {
-		out[i] = infoOf(g)
-	}
-	return out, nil
-}
-
-// Deploy stores code (a component) as the new current version of gadget name, granted the
-// listed interfaces (for example "atelier:host/kv").
-func (a *API) Deploy(ctx context.Context, name string, code []byte, grants []string) (GadgetInfo, error) {
-	g, err := a.k.Deploy(ctx, name, code, grants)
-	return infoOf(g), err
-}
-
-// Rollback makes an earlier version of gadget name current.
-func (a *API) Rollback(ctx context.Context, name string, version int) (GadgetInfo, error) {
-	g, err := a.k.Rollback(ctx, name, version)
-	return infoOf(g), err
-}
-
-// Delete removes gadget name and its state.
-func (a *API) Delete(ctx context.Context, name string) error { return a.k.Delete(ctx, name) }
-
-// Inspect returns the imports and exports of gadget name, one line each.
-func (a *API) Inspect(ctx context.Context, name string) ([]string, error) {
-	au, err := a.k.Audit(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	return au.Lines(), nil
-}
-
-// Gadget returns a stub whose methods are gadget name's exported functions, in camelCase
-// (`make-counter` is called as `makeCounter`). Exported interfaces are properties holding
-// their functions the same way.
-func (a *API) Gadget(ctx context.Context, name string) (*GadgetStub, error) {
-	au, err := a.k.Audit(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	return newGadgetStub(a.k, name, au.Exports, ""), nil
-}
-
-// GadgetStub is a gadget as a Cap'n Web object: a call on it runs on the gadget's actor.
-type GadgetStub struct {
-	k     *Kernel
-	name  string
-	funcs map[string]string // RPC method name -> export name the runtime calls
-	// ifaces maps an exported interface's property name to its functions.
-	ifaces map[string]*GadgetStub
-}
-
-// CallMethod implements capnweb.DynamicTarget.
-func (g *GadgetStub) CallMethod(ctx context.Context, method string, args []any) (any, error) {
-	fn, ok := g.funcs[method]
-	if !ok {
-		return nil, capnweb.TypeError("gadget %s has no exported function %q", g.name, method)
-	}
-	return g.k.Call(ctx, g.name, fn, args)
-}
-
-// GetProperty implements capnweb.DynamicTarget: exported interfaces are properties.
-func (g *GadgetStub) GetProperty(_ context.Context, name string) (any, error) {
-	if s, ok := g.ifaces[name]; ok {
-		return s, nil
-	}
-	return capnweb.Undefined, nil
-}
-
-// newGadgetStub maps the RPC names of the functions in items to the names the runtime calls
-// them by ("fn" at top level, "iface#fn" inside the exported instance iface).
-func newGadgetStub(k *Kernel, name string, items []wit.Item, iface string) *GadgetStub {
-	g := &GadgetStub{k: k, name: name, funcs: map[string]string{}, ifaces: map[string]*GadgetStub{}}
-	for _, it := range items {
-		switch {
-		case it.Kind == wit.ItemFunc && iface == "":
-			g.funcs[camelCase(it.Name)] = it.Name
-		case it.Kind == wit.ItemFunc:
-			g.funcs[camelCase(it.Name)] = iface + "#" + it.Name
-		case it.Kind == wit.ItemInstance && iface == "":
-			g.ifaces[camelCase(it.Name)] = newGadgetStub(k, name, it.Exports, it.Name)
+	u := store.User{ID: store.NewID("u"), Name: username, Password: pw, Created: time.Now().UTC()}
+	if err := k.st.CreateUser(ctx, u); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return "", fail(CodeConflict, "signup: username %q is taken; pick another", username)
 		}
+		return "", wrapErr(err, "signup")
 	}
-	return g
+	return k.newSession(ctx, u.ID)
 }
 
-// camelCase turns a WIT kebab-case name into the JavaScript convention: "make-counter" ->
-// "makeCounter"; a trailing version or package prefix is dropped ("acme:app/api@1.0.0" -> "api").
-func camelCase(name string) string {
-	if i := strings.LastIndexByte(name, '/'); i >= 0 {
-		name = name[i+1:]
+// Login checks a password and returns a new session token.
+func (p *Public) Login(ctx context.Context, username, password string) (string, error) {
+	k := p.k
+	u, err := k.st.UserByName(ctx, username)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return "", wrapErr(err, "login")
 	}
-	name, _, _ = strings.Cut(name, "@")
-	var b strings.Builder
-	up := false
+	if !k.verifyPassword(u.Password, password) || err != nil {
+		return "", fail(CodeUnauthorized, "login: wrong username or password")
+	}
+	return k.newSession(ctx, u.ID)
+}
+
+// Authenticate returns the authenticated API for a session, agent or admin token.
+func (p *Public) Authenticate(ctx context.Context, token string) (*Authed, error) {
+	pr, err := p.k.authenticate(ctx, token)
+	if err != nil {
+		return nil, err
+	}
+	return &Authed{k: p.k, p: pr}, nil
+}
+
+// newSession stores and returns a fresh session token for user id.
+func (k *Kernel) newSession(ctx context.Context, userID string) (string, error) {
+	tok, hash, err := auth.NewToken()
+	if err != nil {
+		return "", wrapErr(err, "new session")
+	}
+	now := time.Now().UTC()
+	if err := k.st.PutToken(ctx, store.Token{Hash: hash, UserID: userID, Created: now, Expires: now.Add(k.cfg.SessionTTL)}); err != nil {
+		return "", wrapErr(err, "new session")
+	}
+	return tok, nil
+}
+
+func validUsername(name string) error {
+	ok := len(name) >= 1 && len(name) <= 32 && name[0] >= 'a' && name[0] <= 'z'
 	for _, r := range name {
-		if r == '-' {
-			up = true
-			continue
-		}
-		if up {
-			r = unicode.ToUpper(r)
-			up = false
-		}
-		b.WriteRune(r)
+		ok = ok && (r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_')
 	}
-	return b.String()
+	if !ok {
+		return fail(CodeInvalidArgument, "username %.40q: use 1 to 32 of a-z, 0-9, '-' and '_', starting with a letter", name)
+	}
+	return nil
 }
 
-var _ capnweb.DynamicTarget = (*GadgetStub)(nil)
+func validPassword(pw string) error {
+	if len(pw) < 8 || len(pw) > 1024 {
+		return fail(CodeInvalidArgument, "password: want 8 to 1024 bytes, got %d", len(pw))
+	}
+	return nil
+}
+
+// validName accepts gadget names that are safe in URLs, logs and file names.
+func validName(what, name string) error {
+	ok := name != "" && len(name) <= 64
+	for _, r := range name {
+		ok = ok && (r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_')
+	}
+	if !ok {
+		return fail(CodeInvalidArgument, "%s name %.70q: use 1 to 64 lowercase letters, digits, '-' and '_'", what, name)
+	}
+	return nil
+}
+
+// validTitle accepts human-readable names and titles: 1 to max bytes, no control characters.
+func validTitle(what, s string, max int) error {
+	ok := s != "" && len(s) <= max
+	for _, r := range s {
+		ok = ok && !unicode.IsControl(r)
+	}
+	if !ok {
+		return fail(CodeInvalidArgument, "%s %.70q: want 1 to %d bytes without control characters", what, s, max)
+	}
+	return nil
+}

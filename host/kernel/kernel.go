@@ -1,21 +1,24 @@
-// Package kernel is Atelier's core: it owns the gadgets, runs each as an actor (one live
-// instance, calls one at a time in arrival order, a crashed instance replaced on the next call
-// with its state intact), keeps their code and state in the store, and serves them over
-// Cap'n Web.
+// Package kernel is Atelier's core. It keeps users, agents and workspaces in the store, runs
+// each open workspace under one overseer (a single-writer actor that owns the workspace's
+// gadgets, bindings, sharing and audit log) and each gadget as an actor (one live instance,
+// calls one at a time in arrival order, a trapped instance replaced on the next call with its
+// state intact), and serves all of it over Cap'n Web (see NewPublic and docs/api.md).
 //
-// This first version is single-user: one set of gadgets per data file. Users, workspaces,
-// agents and sharing build on it.
+// Every gadget call is one transaction: the kv writes it makes are buffered (reads see them),
+// committed with one WorkspaceStore.Commit after the call returns and before its reply is
+// released, and discarded if the call traps. Events it publishes are delivered after that
+// commit. Idle gadget instances are evicted and idle overseers stop, so an idle gadget costs
+// no memory beyond its record in the store.
 package kernel
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
+	"atelier/host/auth"
 	"atelier/host/capability/clock"
 	"atelier/host/capability/events"
 	"atelier/host/capability/kv"
@@ -24,197 +27,238 @@ import (
 	"atelier/host/store"
 )
 
-// Config configures a Kernel.
+// Config configures a Kernel. Zero durations take the defaults named.
 type Config struct {
-	// Runtime runs the components; it must provide the atelier:host interfaces (see
-	// HostInterfaces).
+	// Runtime runs the components; it must provide HostInterfaces().
 	Runtime *runtime.Runtime
-	// Store holds gadgets and their state.
-	Store *store.DB
-	// Events receives what gadgets publish.
-	Events *events.Bus
+	// Store holds everything durable.
+	Store store.Store
 	// Limits bound every gadget call and instance; zero fields take the runtime's defaults.
 	Limits runtime.Limits
-	// Logger receives gadget console lines and kernel events; nil uses slog.Default().
+	// Logger receives kernel events; nil uses slog.Default().
 	Logger *slog.Logger
+	// Version is reported by serverInfo().
+	Version string
+	// Password are the argon2id parameters of new password hashes (zero: auth.DefaultParams).
+	Password auth.Params
+	// SessionTTL is how long a login or signup token lives (30 days).
+	SessionTTL time.Duration
+	// SignupsDisabled refuses signup(): only the bootstrap admin exists, which suits a
+	// single-person server.
+	SignupsDisabled bool
+	// GadgetIdle evicts a gadget's instance after this long without calls (1 minute).
+	GadgetIdle time.Duration
+	// WorkspaceIdle stops a workspace's overseer after this long without use once none of its
+	// gadgets has an instance (5 minutes).
+	WorkspaceIdle time.Duration
+	// MaxCode is the largest component accepted (32 MiB).
+	MaxCode int
 }
 
-// Kernel owns the gadgets of one data file. It is safe for concurrent use.
+func (c Config) withDefaults() Config {
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Password == (auth.Params{}) {
+		c.Password = auth.DefaultParams
+	}
+	if c.SessionTTL <= 0 {
+		c.SessionTTL = 30 * 24 * time.Hour
+	}
+	if c.GadgetIdle <= 0 {
+		c.GadgetIdle = time.Minute
+	}
+	if c.WorkspaceIdle <= 0 {
+		c.WorkspaceIdle = 5 * time.Minute
+	}
+	if c.MaxCode <= 0 {
+		c.MaxCode = 32 << 20
+	}
+	return c
+}
+
+// Kernel is the core of one server. It is safe for concurrent use.
 type Kernel struct {
 	cfg Config
 	log *slog.Logger
+	st  store.Store
+	hub *hub
 
-	mu     sync.Mutex
-	actors map[string]*actor
-	closed bool
+	mu        sync.Mutex // guards overseers, revoked and closed
+	overseers map[store.WorkspaceID]*overseer
+	revoked   map[string]*revocation // token hash -> flag shared by its live sessions
+	closed    bool
 }
 
 // New returns a kernel over cfg's runtime and store.
 func New(cfg Config) *Kernel {
-	l := cfg.Logger
-	if l == nil {
-		l = slog.Default()
+	cfg = cfg.withDefaults()
+	return &Kernel{
+		cfg: cfg, log: cfg.Logger, st: cfg.Store, hub: newHub(cfg.Logger),
+		overseers: map[store.WorkspaceID]*overseer{}, revoked: map[string]*revocation{},
 	}
-	return &Kernel{cfg: cfg, log: l, actors: map[string]*actor{}}
 }
 
-// HostInterfaces returns the atelier:host capabilities the kernel's runtime must provide, with
-// events going to bus.
-func HostInterfaces(bus *events.Bus) []runtime.HostInterface {
-	return []runtime.HostInterface{
-		hostlog.New(), clock.New(time.Now), kv.New(kv.Limits{}), events.New(bus, events.Limits{}),
+// HostInterfaces returns the atelier:host capabilities the kernel's runtime must provide. The
+// kernel binds kv, events and bindings to each gadget instance; def receives the events of
+// instances run outside the kernel (nil refuses them).
+func HostInterfaces(def events.Publisher) []runtime.HostInterface {
+	if def == nil {
+		def = unboundEvents{}
 	}
+	return []runtime.HostInterface{
+		hostlog.New(), clock.New(time.Now), kv.New(kv.Limits{MaxValue: store.MaxValue}),
+		events.New(def, events.Limits{}), bindingsInterface(),
+	}
+}
+
+// unboundEvents refuses events of an instance the kernel did not bind.
+type unboundEvents struct{}
+
+func (unboundEvents) Publish(context.Context, events.Event) error {
+	return errors.New("events are not bound to this instance")
 }
 
 // ErrClosed is returned by a kernel after Close.
-var ErrClosed = errors.New("kernel closed")
+var ErrClosed = fail(CodeFailedPrecondition, "the server is shutting down")
 
-// Deploy compiles code, checks that grants cover every import it makes, stores it as the new
-// current version of gadget name and replaces the live instance, if any. State is kept.
-func (k *Kernel) Deploy(ctx context.Context, name string, code []byte, grants []string) (store.Gadget, error) {
-	if err := validName(name); err != nil {
-		return store.Gadget{}, err
-	}
-	comp, err := k.cfg.Runtime.Compile(ctx, code)
+// AdminName is the user the first-run token belongs to.
+const AdminName = "admin"
+
+// Bootstrap issues the first-run admin token, once per data file: it creates the user "admin"
+// (without a password; set one with changePassword("", new)) and returns a non-expiring token
+// for it. It returns "" when the data file was bootstrapped before.
+func (k *Kernel) Bootstrap(ctx context.Context) (string, error) {
+	tok, hash, err := auth.NewToken()
 	if err != nil {
-		return store.Gadget{}, fmt.Errorf("deploy gadget %s: %w", name, err)
+		return "", err
 	}
-	defer comp.Close()
-	if err := comp.Audit().Check(k.cfg.Runtime, grantSet(grants)); err != nil {
-		return store.Gadget{}, fmt.Errorf("deploy gadget %s: %w", name, err)
+	issued, err := k.st.Bootstrap(ctx, AdminName, store.Token{Hash: hash, Created: time.Now().UTC()})
+	if err != nil || !issued {
+		return "", err
 	}
-	g, err := k.cfg.Store.Deploy(ctx, name, code, grants)
-	if err != nil {
-		return store.Gadget{}, err
-	}
-	k.retire(name)
-	return g, nil
+	return tok, nil
 }
 
-// Rollback makes an earlier version of gadget name current and replaces its live instance.
-func (k *Kernel) Rollback(ctx context.Context, name string, version int) (store.Gadget, error) {
-	g, err := k.cfg.Store.Rollback(ctx, name, version)
-	if err != nil {
-		return store.Gadget{}, err
-	}
-	k.retire(name)
-	return g, nil
-}
-
-// Delete stops gadget name and removes it with its state.
-func (k *Kernel) Delete(ctx context.Context, name string) error {
-	k.retire(name)
-	return k.cfg.Store.Delete(ctx, name)
-}
-
-// Gadgets lists the gadgets.
-func (k *Kernel) Gadgets(ctx context.Context) ([]store.Gadget, error) {
-	return k.cfg.Store.Gadgets(ctx)
-}
-
-// Call calls export fn of gadget name with JSON-ish args, starting its actor if needed.
-func (k *Kernel) Call(ctx context.Context, name, fn string, args []any) (any, error) {
-	a, err := k.actor(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	res, err := a.slot.Call(ctx, fn, args...)
-	if err != nil {
-		return nil, fmt.Errorf("gadget %s: %s: %w", name, fn, err)
-	}
-	return res, nil
-}
-
-// Audit returns the imports and exports of gadget name's current version.
-func (k *Kernel) Audit(ctx context.Context, name string) (*runtime.Audit, error) {
-	a, err := k.actor(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	return a.comp.Audit(), nil
-}
-
-// Close stops every actor. Calls in flight finish first.
+// Close stops every overseer (calls in flight finish first) and every subscription.
 func (k *Kernel) Close() error {
 	k.mu.Lock()
 	k.closed = true
-	actors := k.actors
-	k.actors = map[string]*actor{}
+	ovs := k.overseers
+	k.overseers = map[store.WorkspaceID]*overseer{}
 	k.mu.Unlock()
-	for _, a := range actors {
-		a.close()
+	for _, ov := range ovs {
+		ov.stop()
 	}
+	k.hub.close()
 	return nil
 }
 
-// actor is one gadget's live side: its compiled current version and the slot that holds its
-// instance.
-type actor struct {
-	comp *runtime.Component
-	slot *runtime.Slot
-}
-
-func (a *actor) close() {
-	a.slot.Close()
-	a.comp.Close()
-}
-
-// actor returns the live actor of gadget name, loading it from the store on first use.
-func (k *Kernel) actor(ctx context.Context, name string) (*actor, error) {
+// overseer returns the running overseer of workspace id, starting one (under a new lease) if
+// none runs.
+func (k *Kernel) overseer(ctx context.Context, id store.WorkspaceID) (*overseer, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.closed {
 		return nil, ErrClosed
 	}
-	if a := k.actors[name]; a != nil {
-		return a, nil
+	if ov := k.overseers[id]; ov != nil {
+		return ov, nil
 	}
-	g, code, err := k.cfg.Store.Gadget(ctx, name)
+	ov, err := startOverseer(ctx, k, id)
 	if err != nil {
 		return nil, err
 	}
-	comp, err := k.cfg.Runtime.Compile(ctx, code)
-	if err != nil {
-		return nil, fmt.Errorf("load gadget %s: %w", name, err)
-	}
-	a := &actor{comp: comp, slot: k.cfg.Runtime.NewSlot(comp, runtime.InstanceConfig{
-		Name:   name,
-		Grants: grantSet(g.Grants),
-		Limits: k.cfg.Limits,
-		Console: func(l runtime.ConsoleLine) {
-			k.log.Info(l.Text, "gadget", l.Instance, "stream", l.Stream, "level", l.Level)
-		},
-		Bind: map[string]any{kv.Grant: stateStore{k.cfg.Store.State(name)}},
-	})}
-	k.actors[name] = a
-	return a, nil
+	k.overseers[id] = ov
+	return ov, nil
 }
 
-// retire stops the live actor of gadget name; the next call loads the current version.
-func (k *Kernel) retire(name string) {
+// forget removes ov from the registry if it is still the registered one.
+func (k *Kernel) forget(ov *overseer) {
 	k.mu.Lock()
-	a := k.actors[name]
-	delete(k.actors, name)
+	if k.overseers[ov.id] == ov {
+		delete(k.overseers, ov.id)
+	}
 	k.mu.Unlock()
-	if a != nil {
-		a.close()
-	}
 }
 
-// grantSet is what a gadget may import: the harmless WASI baseline plus its grants.
-func grantSet(grants []string) []string {
-	return append(runtime.WASIBaseline(), slices.Clone(grants)...)
-}
-
-// validName accepts gadget names that are safe in URLs, logs and file names.
-func validName(name string) error {
-	if name == "" || len(name) > 64 {
-		return fmt.Errorf("gadget name %q: want 1 to 64 characters", name)
-	}
-	for _, r := range name {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
-			return fmt.Errorf("gadget name %q: use lowercase letters, digits, '-' and '_'", name)
+// withOverseer runs fn on the workspace's overseer, retrying on a fresh one when the one it
+// got stopped in between (idle stop or lease loss).
+func (k *Kernel) withOverseer(ctx context.Context, id store.WorkspaceID, fn func(*overseer) error) error {
+	for range 3 {
+		ov, err := k.overseer(ctx, id)
+		if err != nil {
+			return err
+		}
+		if err = fn(ov); !errors.Is(err, errStopped) {
+			return err
 		}
 	}
+	return fail(CodeInternal, "workspace %s keeps stopping; try again", id)
+}
+
+// revocation is shared by every live session authenticated with one token.
+type revocation struct {
+	mu      sync.Mutex
+	revoked bool
+}
+
+func (r *revocation) set() {
+	r.mu.Lock()
+	r.revoked = true
+	r.mu.Unlock()
+}
+
+func (r *revocation) isSet() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.revoked
+}
+
+// revocationOf returns the flag of token hash.
+func (k *Kernel) revocationOf(hash string) *revocation {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	r := k.revoked[hash]
+	if r == nil {
+		r = &revocation{}
+		k.revoked[hash] = r
+	}
+	return r
+}
+
+// revokeToken deletes a token and cuts the sessions that use it.
+func (k *Kernel) revokeToken(ctx context.Context, hash string) error {
+	if err := k.st.DeleteToken(ctx, hash); err != nil {
+		return wrapErr(err, "revoke token")
+	}
+	k.revocationOf(hash).set()
 	return nil
+}
+
+// Stats counts what the kernel holds in memory.
+type Stats struct {
+	// Workspaces is the number of running overseers.
+	Workspaces int
+	// Actors is the number of gadgets with a live (or loading) actor.
+	Actors int
+	// Subscriptions is the number of live subscriptions.
+	Subscriptions int
+}
+
+// Stats returns the current counts.
+func (k *Kernel) Stats() Stats {
+	k.mu.Lock()
+	ovs := make([]*overseer, 0, len(k.overseers))
+	for _, ov := range k.overseers {
+		ovs = append(ovs, ov)
+	}
+	k.mu.Unlock()
+	st := Stats{Workspaces: len(ovs), Subscriptions: k.hub.count()}
+	for _, ov := range ovs {
+		ov.mu.RLock()
+		st.Actors += len(ov.actors)
+		ov.mu.RUnlock()
+	}
+	return st
 }

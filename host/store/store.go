@@ -1,54 +1,188 @@
-// Package store keeps Atelier's durable state in one bbolt file: gadgets with their immutable
-// code versions, and each gadget's key-value state. It knows bbolt and the data model, nothing
-// of Wasm or RPC. Every write is committed (and fsync'd by bbolt) before the method returns.
+// Package store keeps Atelier's durable state: users, tokens, agents, workspaces with their
+// gadgets, code versions, bindings, sharing, per-gadget key-value state and audit log, and
+// blueprints. It knows the data model and bbolt, nothing of Wasm or RPC.
 //
-// Layout of the file (schema version 1):
+// Store is the interface the kernel uses; Bolt is the embedded implementation over one bbolt
+// file. The workspace part follows the shapes of the scale-out design (notes/scale-out.md §5):
+// a workspace is opened under a Lease whose Epoch fences writers, and everything a call changes
+// is applied by one atomic WorkspaceStore.Commit that is refused with ErrFenced once another
+// lease took the workspace over. A distributed backend implements the same interfaces.
 //
-//	meta/schema          "1"
-//	gadgets/<name>       JSON Gadget
-//	code/<sha256 hex>    component bytes, shared by every version with that content
-//	state/<name>/<key>   the gadget's key-value state
+// Every write is durable (fsync'd) before the method that made it returns.
 package store
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
+	"crypto/rand"
+	"encoding/base32"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"strings"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
-// SchemaVersion is the layout version this package reads and writes.
-const SchemaVersion = 1
+// Limits of the data model.
+const (
+	// MaxValue is the largest value of a gadget's key-value state.
+	MaxValue = 1 << 20
+	// MaxKey is the longest key of a gadget's key-value state.
+	MaxKey = 4096
+)
 
 var (
-	bucketMeta    = []byte("meta")
-	bucketGadgets = []byte("gadgets")
-	bucketCode    = []byte("code")
-	bucketState   = []byte("state")
-	keySchema     = []byte("schema")
+	// ErrNotFound: the record does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: a record with that name exists.
+	ErrConflict = errors.New("already exists")
+	// ErrFenced: the lease a WorkspaceStore was opened with is no longer the workspace's
+	// current one; nothing was written and the holder must stop.
+	ErrFenced = errors.New("workspace lease lost (fenced by a newer epoch)")
+	// ErrTooLarge: a key or value exceeds MaxKey or MaxValue.
+	ErrTooLarge = errors.New("too large")
 )
 
-// ErrNotFound is returned for a gadget or version that does not exist.
-var ErrNotFound = errors.New("not found")
+// WorkspaceID identifies a workspace; GadgetID a gadget (stable across renames).
+type (
+	WorkspaceID string
+	GadgetID    string
+	// Epoch is a fencing token: it strictly increases on every ownership change of a workspace.
+	Epoch uint64
+	// NodeID names the process that holds a workspace's lease.
+	NodeID string
+)
 
-// Gadget is a gadget's record: its name, what it is granted and its code versions.
+// NewID returns a fresh random identifier with the given prefix ("ws", "g", ...).
+func NewID(prefix string) string {
+	b := make([]byte, 10)
+	if _, err := rand.Read(b); err != nil {
+		panic("store: no randomness: " + err.Error()) // crypto/rand never fails on supported platforms
+	}
+	return prefix + "_" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b))
+}
+
+// Role is what a principal may do in a workspace: owner > build > use.
+type Role string
+
+// The roles, strongest first.
+const (
+	RoleOwner Role = "owner"
+	RoleBuild Role = "build"
+	RoleUse   Role = "use"
+)
+
+func (r Role) rank() int {
+	switch r {
+	case RoleOwner:
+		return 3
+	case RoleBuild:
+		return 2
+	case RoleUse:
+		return 1
+	}
+	return 0
+}
+
+// Valid reports whether r is one of the three roles.
+func (r Role) Valid() bool { return r.rank() > 0 }
+
+// Allows reports whether r includes need.
+func (r Role) Allows(need Role) bool { return r.Valid() && r.rank() >= need.rank() }
+
+// Min returns the weaker of r and o.
+func (r Role) Min(o Role) Role {
+	if o.rank() < r.rank() {
+		return o
+	}
+	return r
+}
+
+// User is a person with a login.
+type User struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Password is the encoded password hash (opaque to the store); empty when the user has none.
+	Password json.RawMessage `json:"password,omitempty"`
+	Created  time.Time       `json:"created"`
+}
+
+// Token is a bearer credential, stored under the SHA-256 of its text only.
+type Token struct {
+	Hash    string    `json:"hash"`
+	UserID  string    `json:"user"`
+	AgentID string    `json:"agent,omitempty"` // set for an agent's token
+	Created time.Time `json:"created"`
+	Expires time.Time `json:"expires,omitzero"` // zero: never
+}
+
+// Agent is a principal owned by one user with a subset of that user's access.
+type Agent struct {
+	ID        string     `json:"id"`
+	Owner     string     `json:"owner"`
+	Name      string     `json:"name"`
+	Scope     AgentScope `json:"scope"`
+	Created   time.Time  `json:"created"`
+	TokenHash string     `json:"tokenHash"`
+}
+
+// AgentScope lists the workspaces an agent may reach and how far.
+type AgentScope struct {
+	Workspaces map[WorkspaceID]ScopeEntry `json:"workspaces"`
+}
+
+// ScopeEntry is an agent's access to one workspace: at most Role, on the named gadgets ("*":
+// all of them).
+type ScopeEntry struct {
+	Role    Role     `json:"role"`
+	Gadgets []string `json:"gadgets"`
+}
+
+// Workspace is a unit of ownership and sharing.
+type Workspace struct {
+	ID            WorkspaceID    `json:"id"`
+	Name          string         `json:"name"`
+	Owner         string         `json:"owner"`
+	Created       time.Time      `json:"created"`
+	Collaborators []Collaborator `json:"collaborators,omitempty"`
+	ShareLinks    []ShareLink    `json:"shareLinks,omitempty"`
+}
+
+// Collaborator is a user a workspace is shared with.
+type Collaborator struct {
+	UserID string `json:"user"`
+	Role   Role   `json:"role"`
+	// Via is the share link that added the collaborator ("" when added by name).
+	Via string `json:"via,omitempty"`
+}
+
+// ShareLink lets whoever holds its key join a workspace with Role; only the key's hash is kept.
+type ShareLink struct {
+	ID      string    `json:"id"`
+	Role    Role      `json:"role"`
+	KeyHash string    `json:"keyHash"`
+	Created time.Time `json:"created"`
+}
+
+// Access is one workspace a user reaches, with the role.
+type Access struct {
+	Workspace WorkspaceID
+	Role      Role
+}
+
+// Gadget is a gadget's record: name, grants, immutable code versions and bindings.
 type Gadget struct {
+	ID       GadgetID  `json:"id"`
 	Name     string    `json:"name"`
 	Grants   []string  `json:"grants"`
 	Versions []Version `json:"versions"`
 	// Current is the number of the version that runs.
 	Current int `json:"current"`
+	// Bindings maps a binding name to the gadget it reaches.
+	Bindings map[string]GadgetID `json:"bindings,omitempty"`
+	Created  time.Time           `json:"created"`
 }
 
-// Version is one immutable code version of a gadget.
+// Version is one immutable code version of a gadget; its code is stored by SHA256.
 type Version struct {
 	Number  int       `json:"number"`
 	SHA256  string    `json:"sha256"`
@@ -57,233 +191,208 @@ type Version struct {
 }
 
 // CurrentVersion returns the version that runs.
-func (g Gadget) CurrentVersion() (Version, error) {
+func (g Gadget) CurrentVersion() (Version, bool) {
 	for _, v := range g.Versions {
 		if v.Number == g.Current {
-			return v, nil
+			return v, true
 		}
 	}
-	return Version{}, fmt.Errorf("gadget %s: current version %d: %w", g.Name, g.Current, ErrNotFound)
+	return Version{}, false
 }
 
-// DB is the bbolt-backed store. It is safe for concurrent use.
-type DB struct {
-	db  *bolt.DB
-	now func() time.Time
+// AuditEntry is one line of a workspace's audit log. Seq is assigned by the store.
+type AuditEntry struct {
+	Seq    uint64    `json:"seq"`
+	Time   time.Time `json:"time"`
+	Actor  string    `json:"actor"`
+	Action string    `json:"action"`
+	Target string    `json:"target"`
+	Detail string    `json:"detail"`
 }
 
-// Open opens (creating if needed) the data file at path and migrates it to SchemaVersion.
-func Open(path string) (*DB, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("open store %s: %w", path, err)
-	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
-	if err != nil {
-		if errors.Is(err, bolt.ErrTimeout) {
-			return nil, fmt.Errorf("open store %s: another atelier process holds it; stop it or pass another --data", path)
-		}
-		return nil, fmt.Errorf("open store %s: %w", path, err)
-	}
-	s := &DB{db: db, now: time.Now}
-	if err := s.migrate(); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open store %s: %w", path, err)
-	}
-	return s, nil
+// Blueprint is a gadget's code and binding shapes, without data.
+type Blueprint struct {
+	ID          string    `json:"id"`
+	Owner       string    `json:"owner"`
+	Title       string    `json:"title"`
+	Description string    `json:"description"`
+	Grants      []string  `json:"grants"`
+	Bindings    []string  `json:"bindings"`
+	SHA256      string    `json:"sha256"`
+	Size        int       `json:"size"`
+	Created     time.Time `json:"created"`
 }
 
-// migrate creates the buckets of a new file and refuses a file written by a newer Atelier.
-func (s *DB) migrate() error {
-	return s.db.Update(func(tx *bolt.Tx) error {
-		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
-		if err != nil {
-			return err
-		}
-		if v := meta.Get(keySchema); v != nil {
-			var have int
-			if _, err := fmt.Sscan(string(v), &have); err != nil {
-				return fmt.Errorf("schema version %q is not a number", v)
-			}
-			if have > SchemaVersion {
-				return fmt.Errorf("data file has schema version %d, this atelier reads up to %d: upgrade atelier", have, SchemaVersion)
-			}
-		}
-		for _, b := range [][]byte{bucketGadgets, bucketCode, bucketState} {
-			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-				return err
-			}
-		}
-		return meta.Put(keySchema, fmt.Appendf(nil, "%d", SchemaVersion))
-	})
+// Store is Atelier's durable state.
+type Store interface {
+	Placement
+	// Open returns the workspace's store, consistent with l.Epoch(). ErrNotFound when the
+	// workspace does not exist.
+	Open(ctx context.Context, ws WorkspaceID, l Lease) (WorkspaceStore, error)
+
+	// Bootstrap creates user name (unless it exists) and stores tok for it, once per data file:
+	// it reports false and does nothing when a bootstrap already happened.
+	Bootstrap(ctx context.Context, name string, tok Token) (bool, error)
+	// CreateUser adds u; ErrConflict when its name is taken.
+	CreateUser(ctx context.Context, u User) error
+	// PutUser replaces the record of an existing user (the name must not change).
+	PutUser(ctx context.Context, u User) error
+	User(ctx context.Context, id string) (User, error)
+	UserByName(ctx context.Context, name string) (User, error)
+
+	PutToken(ctx context.Context, t Token) error
+	Token(ctx context.Context, hash string) (Token, error)
+	// DeleteToken removes a token; a missing one is not an error.
+	DeleteToken(ctx context.Context, hash string) error
+
+	// PutAgent stores a new agent together with its token.
+	PutAgent(ctx context.Context, a Agent, t Token) error
+	Agent(ctx context.Context, id string) (Agent, error)
+	// Agents lists the agents of user owner.
+	Agents(ctx context.Context, owner string) ([]Agent, error)
+	// DeleteAgent removes an agent and its token.
+	DeleteAgent(ctx context.Context, id string) error
+
+	// CreateWorkspace adds a new workspace.
+	CreateWorkspace(ctx context.Context, w Workspace) error
+	// Workspaces lists the workspaces user reaches (owned or shared), with the role.
+	Workspaces(ctx context.Context, user string) ([]Access, error)
+
+	// Code returns the component bytes with the given SHA-256 (hex).
+	Code(ctx context.Context, sha256 string) ([]byte, error)
+
+	// PutBlueprint stores b with its code.
+	PutBlueprint(ctx context.Context, b Blueprint, code []byte) error
+	Blueprint(ctx context.Context, id string) (Blueprint, error)
+	// Blueprints lists the blueprints of user owner.
+	Blueprints(ctx context.Context, owner string) ([]Blueprint, error)
+
+	Close() error
 }
 
-// Close closes the data file.
-func (s *DB) Close() error { return s.db.Close() }
-
-// Deploy stores code as a new version of gadget name (creating the gadget if needed), makes it
-// the current version and records grants. It returns the updated record.
-func (s *DB) Deploy(_ context.Context, name string, code []byte, grants []string) (Gadget, error) {
-	sum := sha256.Sum256(code)
-	hash := hex.EncodeToString(sum[:])
-	var g Gadget
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		var err error
-		g, err = getGadget(tx, name)
-		if err != nil && !errors.Is(err, ErrNotFound) {
-			return err
-		}
-		g.Name = name
-		g.Grants = append([]string(nil), grants...)
-		next := 1
-		if n := len(g.Versions); n > 0 {
-			next = g.Versions[n-1].Number + 1
-		}
-		g.Versions = append(g.Versions, Version{Number: next, SHA256: hash, Size: len(code), Created: s.now().UTC()})
-		g.Current = next
-		if err := tx.Bucket(bucketCode).Put([]byte(hash), code); err != nil {
-			return err
-		}
-		if _, err := tx.Bucket(bucketState).CreateBucketIfNotExists([]byte(name)); err != nil {
-			return err
-		}
-		return putGadget(tx, g)
-	})
-	if err != nil {
-		return Gadget{}, fmt.Errorf("deploy gadget %s: %w", name, err)
-	}
-	return g, nil
+// Placement decides which node runs a workspace.
+type Placement interface {
+	// Acquire takes the workspace's lease with a new, higher epoch; a previous lease is lost.
+	Acquire(ctx context.Context, ws WorkspaceID) (Lease, error)
+	// Lookup returns the node holding the workspace's lease and its epoch (may be stale).
+	Lookup(ctx context.Context, ws WorkspaceID) (NodeID, Epoch, error)
 }
 
-// Rollback makes version the current version of gadget name.
-func (s *DB) Rollback(_ context.Context, name string, version int) (Gadget, error) {
-	var g Gadget
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		var err error
-		if g, err = getGadget(tx, name); err != nil {
-			return err
-		}
-		for _, v := range g.Versions {
-			if v.Number == version {
-				g.Current = version
-				return putGadget(tx, g)
-			}
-		}
-		return fmt.Errorf("version %d: %w", version, ErrNotFound)
-	})
-	if err != nil {
-		return Gadget{}, fmt.Errorf("roll back gadget %s: %w", name, err)
-	}
-	return g, nil
+// Lease is the right to run a workspace until Lost is closed.
+type Lease interface {
+	Epoch() Epoch
+	// Lost is closed on expiry, revocation or a takeover: the holder must stop the workspace.
+	Lost() <-chan struct{}
+	// Release gives the lease up.
+	Release(ctx context.Context) error
 }
 
-// Gadget returns the record of gadget name and the code of its current version.
-func (s *DB) Gadget(_ context.Context, name string) (Gadget, []byte, error) {
-	var g Gadget
-	var code []byte
-	err := s.db.View(func(tx *bolt.Tx) error {
-		var err error
-		if g, err = getGadget(tx, name); err != nil {
-			return err
-		}
-		v, err := g.CurrentVersion()
-		if err != nil {
-			return err
-		}
-		c := tx.Bucket(bucketCode).Get([]byte(v.SHA256))
-		if c == nil {
-			return fmt.Errorf("code %s of version %d: %w", v.SHA256, v.Number, ErrNotFound)
-		}
-		code = bytes.Clone(c)
-		return nil
-	})
-	if err != nil {
-		return Gadget{}, nil, fmt.Errorf("load gadget %s: %w", name, err)
-	}
-	return g, code, nil
+// WorkspaceStore is one open workspace's state under a lease. Reads see every committed
+// write; writes happen only through Commit.
+type WorkspaceStore interface {
+	// Workspace returns the workspace's record.
+	Workspace() (Workspace, error)
+	// Gadgets returns every gadget record, in name order.
+	Gadgets() ([]Gadget, error)
+	// Get returns a gadget's value under key.
+	Get(gadget GadgetID, key []byte) ([]byte, bool, error)
+	// List calls fn with each key starting with prefix, in key order, until fn returns false.
+	// k and v are valid only during the call.
+	List(gadget GadgetID, prefix []byte, fn func(k, v []byte) bool) error
+	// Audit returns up to limit entries, newest first.
+	Audit(limit int) ([]AuditEntry, error)
+	// Commit applies muts atomically, iff the lease's epoch is still the workspace's:
+	// otherwise it returns ErrFenced and writes nothing.
+	Commit(ctx context.Context, muts []Mutation) error
+	Close() error
 }
 
-// Gadgets lists every gadget record in name order.
-func (s *DB) Gadgets(_ context.Context) ([]Gadget, error) {
-	var out []Gadget
-	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketGadgets).ForEach(func(k, v []byte) error {
-			var g Gadget
-			if err := json.Unmarshal(v, &g); err != nil {
-				return fmt.Errorf("gadget %s: %w", k, err)
-			}
-			out = append(out, g)
-			return nil
-		})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list gadgets: %w", err)
-	}
-	return out, nil
+// MutationKind says what a Mutation does.
+type MutationKind int
+
+// The mutations.
+const (
+	MutSetKV MutationKind = iota + 1
+	MutDeleteKV
+	MutPutGadget
+	MutDeleteGadget // the record and all its state
+	MutPutWorkspace
+	MutDeleteWorkspace // everything in it
+	MutAppendAudit
+	MutPutCode
+)
+
+// Mutation is one change inside a workspace; build them with the functions below.
+type Mutation struct {
+	Kind      MutationKind
+	Gadget    GadgetID
+	Key       []byte
+	Value     []byte // a kv value, or code for MutPutCode
+	Record    *Gadget
+	Workspace *Workspace
+	Audit     *AuditEntry
 }
 
-// Delete removes gadget name and its state. Code no other gadget uses is removed too.
-func (s *DB) Delete(_ context.Context, name string) error {
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		g, err := getGadget(tx, name)
-		if err != nil {
-			return err
+// SetKV stores value under key in gadget g's state.
+func SetKV(g GadgetID, key, value []byte) Mutation {
+	return Mutation{Kind: MutSetKV, Gadget: g, Key: key, Value: value}
+}
+
+// DeleteKV removes key from gadget g's state.
+func DeleteKV(g GadgetID, key []byte) Mutation {
+	return Mutation{Kind: MutDeleteKV, Gadget: g, Key: key}
+}
+
+// PutGadget creates or replaces a gadget record.
+func PutGadget(g Gadget) Mutation { return Mutation{Kind: MutPutGadget, Gadget: g.ID, Record: &g} }
+
+// DeleteGadget removes a gadget record and its state.
+func DeleteGadget(g GadgetID) Mutation { return Mutation{Kind: MutDeleteGadget, Gadget: g} }
+
+// PutWorkspace replaces the workspace's record (name, collaborators, share links).
+func PutWorkspace(w Workspace) Mutation { return Mutation{Kind: MutPutWorkspace, Workspace: &w} }
+
+// DeleteWorkspace removes the workspace with everything in it.
+func DeleteWorkspace() Mutation { return Mutation{Kind: MutDeleteWorkspace} }
+
+// AppendAudit adds an entry to the audit log.
+func AppendAudit(e AuditEntry) Mutation { return Mutation{Kind: MutAppendAudit, Audit: &e} }
+
+// PutCode stores component code under its SHA-256 (content-addressed, shared).
+func PutCode(code []byte) Mutation { return Mutation{Kind: MutPutCode, Value: code} }
+
+// check refuses a mutation that cannot be applied, before any write.
+func (m Mutation) check() error {
+	switch m.Kind {
+	case MutSetKV, MutDeleteKV:
+		if len(m.Key) == 0 || len(m.Key) > MaxKey {
+			return fmt.Errorf("key of %d bytes: want 1 to %d: %w", len(m.Key), MaxKey, ErrTooLarge)
 		}
-		if err := tx.Bucket(bucketGadgets).Delete([]byte(name)); err != nil {
-			return err
+		if len(m.Value) > MaxValue {
+			return fmt.Errorf("value of %d bytes exceeds %d: %w", len(m.Value), MaxValue, ErrTooLarge)
 		}
-		if err := tx.Bucket(bucketState).DeleteBucket([]byte(name)); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
-			return err
+		if m.Gadget == "" {
+			return errors.New("kv mutation without a gadget")
 		}
-		return dropUnusedCode(tx, g)
-	})
-	if err != nil {
-		return fmt.Errorf("delete gadget %s: %w", name, err)
+	case MutPutGadget:
+		if m.Record == nil || m.Record.ID == "" {
+			return errors.New("gadget mutation without a record id")
+		}
+	case MutDeleteGadget:
+		if m.Gadget == "" {
+			return errors.New("gadget deletion without an id")
+		}
+	case MutPutWorkspace:
+		if m.Workspace == nil {
+			return errors.New("workspace mutation without a record")
+		}
+	case MutAppendAudit:
+		if m.Audit == nil {
+			return errors.New("audit mutation without an entry")
+		}
+	case MutDeleteWorkspace, MutPutCode:
+	default:
+		return fmt.Errorf("unknown mutation kind %d", m.Kind)
 	}
 	return nil
-}
-
-// dropUnusedCode deletes the code blobs of g's versions that no remaining gadget refers to.
-func dropUnusedCode(tx *bolt.Tx, g Gadget) error {
-	used := map[string]bool{}
-	err := tx.Bucket(bucketGadgets).ForEach(func(_, v []byte) error {
-		var other Gadget
-		if err := json.Unmarshal(v, &other); err != nil {
-			return err
-		}
-		for _, ver := range other.Versions {
-			used[ver.SHA256] = true
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	for _, v := range g.Versions {
-		if !used[v.SHA256] {
-			if err := tx.Bucket(bucketCode).Delete([]byte(v.SHA256)); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func getGadget(tx *bolt.Tx, name string) (Gadget, error) {
-	v := tx.Bucket(bucketGadgets).Get([]byte(name))
-	if v == nil {
-		return Gadget{}, fmt.Errorf("gadget %s: %w", name, ErrNotFound)
-	}
-	var g Gadget
-	if err := json.Unmarshal(v, &g); err != nil {
-		return Gadget{}, fmt.Errorf("gadget %s: corrupt record: %w", name, err)
-	}
-	return g, nil
-}
-
-func putGadget(tx *bolt.Tx, g Gadget) error {
-	v, err := json.Marshal(g)
-	if err != nil {
-		return err
-	}
-	return tx.Bucket(bucketGadgets).Put([]byte(g.Name), v)
 }

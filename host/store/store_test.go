@@ -2,15 +2,19 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
 
-func open(t *testing.T, path string) *DB {
+var ctx = context.Background()
+
+func open(t *testing.T, path string) *Bolt {
 	t.Helper()
 	db, err := Open(path)
 	if err != nil {
@@ -20,74 +24,186 @@ func open(t *testing.T, path string) *DB {
 	return db
 }
 
-func TestDeployVersionsAndCode(t *testing.T) {
-	ctx := context.Background()
-	db := open(t, filepath.Join(t.TempDir(), "a.db"))
-	if _, err := db.Deploy(ctx, "g", []byte("v1"), []string{"atelier:host/kv"}); err != nil {
+// workspace creates a workspace and opens it under a fresh lease.
+func workspace(t *testing.T, db *Bolt) (WorkspaceStore, Lease) {
+	t.Helper()
+	w := Workspace{ID: WorkspaceID(NewID("ws")), Name: "home", Owner: "u1", Created: time.Now()}
+	if err := db.CreateWorkspace(ctx, w); err != nil {
 		t.Fatal(err)
 	}
-	g, err := db.Deploy(ctx, "g", []byte("v2"), nil)
+	l, err := db.Acquire(ctx, w.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.Current != 2 || len(g.Versions) != 2 || len(g.Grants) != 0 {
-		t.Fatalf("after second deploy: %+v", g)
-	}
-	if _, code, _ := db.Gadget(ctx, "g"); string(code) != "v2" {
-		t.Fatalf("current code = %q, want v2", code)
-	}
-	if _, err := db.Rollback(ctx, "g", 1); err != nil {
+	ws, err := db.Open(ctx, w.ID, l)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, code, _ := db.Gadget(ctx, "g"); string(code) != "v1" {
-		t.Fatalf("code after rollback = %q, want v1", code)
+	return ws, l
+}
+
+func TestCommitIsAtomicAndLimited(t *testing.T) {
+	db := open(t, filepath.Join(t.TempDir(), "a.db"))
+	ws, _ := workspace(t, db)
+	g := Gadget{ID: "g1", Name: "counter", Current: 1, Versions: []Version{{Number: 1, SHA256: "x"}}}
+	if err := ws.Commit(ctx, []Mutation{PutGadget(g), SetKV("g1", []byte("a"), []byte("1")), SetKV("g1", []byte("b"), []byte("2"))}); err != nil {
+		t.Fatal(err)
 	}
-	if _, err := db.Rollback(ctx, "g", 3); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("rollback to missing version: %v", err)
+	for _, bad := range [][]Mutation{
+		{SetKV("g1", []byte("a"), []byte("changed")), SetKV("g1", []byte("big"), make([]byte, MaxValue+1))},
+		{DeleteKV("g1", []byte("a")), SetKV("g1", nil, []byte("x"))},
+	} {
+		if err := ws.Commit(ctx, bad); !errors.Is(err, ErrTooLarge) {
+			t.Fatalf("bad commit: %v, want ErrTooLarge", err)
+		}
 	}
-	if _, _, err := db.Gadget(ctx, "nope"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("missing gadget: %v", err)
+	if v, ok, _ := ws.Get("g1", []byte("a")); !ok || string(v) != "1" {
+		t.Fatalf("a refused commit changed a to %q", v)
+	}
+	var keys []string
+	ws.List("g1", nil, func(k, _ []byte) bool { keys = append(keys, string(k)); return true })
+	if strings.Join(keys, ",") != "a,b" {
+		t.Fatalf("keys = %v", keys)
+	}
+	if err := ws.Commit(ctx, []Mutation{DeleteGadget("g1"), AppendAudit(AuditEntry{Action: "gadget.delete"}), AppendAudit(AuditEntry{Action: "second"})}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := ws.Get("g1", []byte("a")); ok {
+		t.Fatal("deleting a gadget kept its state")
+	}
+	if gs, _ := ws.Gadgets(); len(gs) != 0 {
+		t.Fatalf("gadgets after delete: %v", gs)
+	}
+	if a, _ := ws.Audit(10); len(a) != 2 || a[0].Action != "second" || a[0].Seq != 2 {
+		t.Fatalf("audit = %+v", a)
 	}
 }
 
-func TestStateIsPerGadgetAndBatchIsAtomic(t *testing.T) {
-	ctx := context.Background()
+func TestANewerLeaseFencesTheOld(t *testing.T) {
 	db := open(t, filepath.Join(t.TempDir(), "a.db"))
-	for _, n := range []string{"a", "b"} {
-		if _, err := db.Deploy(ctx, n, []byte(n), nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	a, b := db.State("a"), db.State("b")
-	if err := a.Set(ctx, "k", []byte("1")); err != nil {
+	old, oldLease := workspace(t, db)
+	w, _ := old.Workspace()
+	newLease, err := db.Acquire(ctx, w.ID)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, _ := b.Get(ctx, "k"); ok {
-		t.Fatal("gadget b sees gadget a's key")
+	if newLease.Epoch() <= oldLease.Epoch() {
+		t.Fatalf("epochs %d then %d", oldLease.Epoch(), newLease.Epoch())
 	}
-	// An op that bbolt refuses (empty key) rolls back the ops before it.
-	err := a.Batch(ctx, []Op{{Key: "x", Value: []byte("2")}, {Key: "", Value: []byte("3")}})
-	if err == nil {
-		t.Fatal("batch with an empty key succeeded")
+	select {
+	case <-oldLease.Lost():
+	default:
+		t.Fatal("the old lease was not told it is lost")
 	}
-	if _, ok, _ := a.Get(ctx, "x"); ok {
-		t.Fatal("a failed batch left a partial write")
+	if err := old.Commit(ctx, []Mutation{SetKV("g", []byte("k"), []byte("v"))}); !errors.Is(err, ErrFenced) {
+		t.Fatalf("commit under the old lease: %v, want ErrFenced", err)
 	}
-	for _, k := range []string{"p/1", "p/2", "q/1"} {
-		a.Set(ctx, k, []byte(k))
-	}
-	es, err := a.List(ctx, "p/", 10)
-	if err != nil || len(es) != 2 || es[0].Key != "p/1" || es[1].Key != "p/2" {
-		t.Fatalf("List(p/) = %v, %v", es, err)
-	}
-	if es, _ := a.List(ctx, "", 2); len(es) != 2 {
-		t.Fatalf("List limit 2 returned %d", len(es))
-	}
-	if err := db.Delete(ctx, "a"); err != nil {
+	cur, _ := db.Open(ctx, w.ID, newLease)
+	if err := cur.Commit(ctx, []Mutation{SetKV("g", []byte("k"), []byte("v"))}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := a.Get(ctx, "k"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("state of a deleted gadget: %v", err)
+	if _, epoch, _ := db.Lookup(ctx, w.ID); epoch != newLease.Epoch() {
+		t.Fatalf("Lookup epoch %d, want %d", epoch, newLease.Epoch())
+	}
+	newLease.Release(ctx)
+	if err := cur.Commit(ctx, nil); !errors.Is(err, ErrFenced) {
+		t.Fatalf("commit after Release: %v, want ErrFenced", err)
+	}
+}
+
+func TestAccountsAndAccessIndex(t *testing.T) {
+	db := open(t, filepath.Join(t.TempDir(), "a.db"))
+	u := User{ID: "u1", Name: "ada"}
+	if err := db.CreateUser(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CreateUser(ctx, User{ID: "u2", Name: "ada"}); !errors.Is(err, ErrConflict) {
+		t.Fatalf("duplicate name: %v", err)
+	}
+	if err := db.PutToken(ctx, Token{Hash: "h1", UserID: "u1"}); err != nil {
+		t.Fatal(err)
+	}
+	if tok, err := db.Token(ctx, "h1"); err != nil || tok.UserID != "u1" {
+		t.Fatalf("Token = %+v, %v", tok, err)
+	}
+	db.DeleteToken(ctx, "h1")
+	if _, err := db.Token(ctx, "h1"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("deleted token: %v", err)
+	}
+	ws, _ := workspace(t, db)
+	w, _ := ws.Workspace()
+	w.Collaborators = []Collaborator{{UserID: "u2", Role: RoleUse}}
+	if err := ws.Commit(ctx, []Mutation{PutWorkspace(w)}); err != nil {
+		t.Fatal(err)
+	}
+	if acc, _ := db.Workspaces(ctx, "u2"); len(acc) != 1 || acc[0].Role != RoleUse {
+		t.Fatalf("u2 access = %v", acc)
+	}
+	w.Collaborators = nil
+	ws.Commit(ctx, []Mutation{PutWorkspace(w)})
+	if acc, _ := db.Workspaces(ctx, "u2"); len(acc) != 0 {
+		t.Fatalf("a removed collaborator keeps access: %v", acc)
+	}
+	if err := ws.Commit(ctx, []Mutation{DeleteWorkspace()}); err != nil {
+		t.Fatal(err)
+	}
+	if acc, _ := db.Workspaces(ctx, "u1"); len(acc) != 0 {
+		t.Fatalf("the owner keeps a deleted workspace: %v", acc)
+	}
+}
+
+// TestMigratesSchema1 writes a file as the preview did and opens it.
+func TestMigratesSchema1(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a.db")
+	raw, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = raw.Update(func(tx *bolt.Tx) error {
+		meta, _ := tx.CreateBucket([]byte("meta"))
+		meta.Put([]byte("schema"), []byte("1"))
+		gs, _ := tx.CreateBucket([]byte("gadgets"))
+		rec, _ := json.Marshal(map[string]any{"name": "counter", "grants": []string{"atelier:host/kv"}, "current": 1,
+			"versions": []map[string]any{{"number": 1, "sha256": "abc", "size": 4, "created": time.Now()}}})
+		gs.Put([]byte("counter"), rec)
+		code, _ := tx.CreateBucket([]byte("code"))
+		code.Put([]byte("abc"), []byte("wasm"))
+		st, _ := tx.CreateBucket([]byte("state"))
+		cs, _ := st.CreateBucket([]byte("counter"))
+		return cs.Put([]byte("count"), []byte{12})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+
+	db := open(t, path)
+	admin, err := db.UserByName(ctx, "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc, _ := db.Workspaces(ctx, admin.ID)
+	if len(acc) != 1 || acc[0].Role != RoleOwner {
+		t.Fatalf("admin's workspaces after migration: %v", acc)
+	}
+	l, _ := db.Acquire(ctx, acc[0].Workspace)
+	ws, _ := db.Open(ctx, acc[0].Workspace, l)
+	gs, _ := ws.Gadgets()
+	if len(gs) != 1 || gs[0].Name != "counter" || gs[0].Current != 1 {
+		t.Fatalf("migrated gadgets: %+v", gs)
+	}
+	if v, ok, _ := ws.Get(gs[0].ID, []byte("count")); !ok || v[0] != 12 {
+		t.Fatalf("migrated state: %v %v", v, ok)
+	}
+	if code, err := db.Code(ctx, "abc"); err != nil || string(code) != "wasm" {
+		t.Fatalf("migrated code: %q %v", code, err)
+	}
+	issued, err := db.Bootstrap(ctx, "admin", Token{Hash: "t"})
+	if err != nil || !issued {
+		t.Fatalf("bootstrap after migration: %v %v", issued, err)
+	}
+	if tok, _ := db.Token(ctx, "t"); tok.UserID != admin.ID {
+		t.Fatalf("the admin token belongs to %q, want %q", tok.UserID, admin.ID)
 	}
 }
 

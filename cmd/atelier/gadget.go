@@ -1,0 +1,419 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode"
+
+	"atelier/capnweb"
+)
+
+// gadgetInfo is a gadget as the API describes it (GadgetInfo in docs/api.md).
+type gadgetInfo struct {
+	Name     string            `json:"name"`
+	Grants   []string          `json:"grants"`
+	Current  int               `json:"current"`
+	Versions []versionInfo     `json:"versions"`
+	Bindings map[string]string `json:"bindings"`
+}
+
+// versionInfo is one stored version of a gadget's code.
+type versionInfo struct {
+	Number  int    `json:"number"`
+	SHA256  string `json:"sha256"`
+	Size    int64  `json:"size"`
+	Created any    `json:"created"`
+}
+
+func gadgetCommand() command {
+	return command{
+		name:    "gadget",
+		summary: "deploy, list, call and watch the gadgets of the current workspace",
+		details: `Works with the gadgets of the current workspace (see 'atelier workspace use', or pass
+--workspace ID) on the server you logged in to.
+
+Examples:
+  atelier gadget deploy todo todo.wasm --grant atelier:host/kv,atelier:host/log,atelier:host/events
+  atelier gadget call todo add '"buy milk"'
+  atelier gadget logs todo`,
+		subcommands: []command{
+			gadgetDeployCommand(), gadgetListCommand(), gadgetCallCommand(), gadgetLogsCommand(),
+			gadgetVersionsCommand(), gadgetRollbackCommand(),
+		},
+	}
+}
+
+// grantList is the value of --grant: repeatable, each value a comma-separated list.
+type grantList struct {
+	set    bool
+	grants []string
+}
+
+func (g *grantList) String() string { return strings.Join(g.grants, ",") }
+
+func (g *grantList) Set(v string) error {
+	g.set = true
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			g.grants = append(g.grants, p)
+		}
+	}
+	return nil
+}
+
+// gadgetClient connects and opens the workspace of the --workspace flag.
+func gadgetClient(ctx context.Context, server, workspace string) (*client, *capnweb.Promise, error) {
+	c, err := connect(ctx, server)
+	if err != nil {
+		return nil, nil, err
+	}
+	ws, err := c.workspace(ctx, workspace)
+	if err != nil {
+		c.Close()
+		return nil, nil, err
+	}
+	return c, ws, nil
+}
+
+func gadgetDeployCommand() command {
+	return command{
+		name:    "deploy",
+		usage:   "[--grant NAME,...] NAME FILE.wasm",
+		summary: "create a gadget from a component, or deploy a new version of it",
+		details: `Uploads a component (build one with sdk/build-gadget.sh) as gadget NAME of the current
+workspace: creates the gadget if there is none of that name, else makes the component its new
+current version. The gadget's state is kept across versions; 'atelier gadget rollback' returns
+to an earlier one.
+
+The gadget may import only the WASI baseline and the interfaces granted with --grant (for a new
+gadget; for an existing one, --grant replaces its grants and leaving it out keeps them). A
+component that imports anything else is refused with an error naming the import.
+
+Examples:
+  atelier gadget deploy counter counter.wasm --grant atelier:host/kv,atelier:host/log
+  atelier gadget deploy counter counter-v2.wasm`,
+		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
+			server, workspace := serverFlag(fs), workspaceFlag(fs)
+			grants := &grantList{}
+			fs.Var(grants, "grant", "interfaces the gadget may import, comma-separated or repeated, e.g. atelier:host/kv")
+			return func(ctx context.Context, args []string) error {
+				if len(args) != 2 {
+					return usageError{"want a gadget name and a component file"}
+				}
+				name, file := args[0], args[1]
+				code, err := os.ReadFile(file)
+				if err != nil {
+					return fmt.Errorf("read the component: %w", err)
+				}
+				c, ws, err := gadgetClient(ctx, *server, *workspace)
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				g := ws.Call(ctx, "gadget", name)
+				_, err = g.Call(ctx, "info").Await(ctx)
+				var info gadgetInfo
+				created := errorCode(err) == "NOT_FOUND"
+				switch {
+				case created:
+					info, err = await[gadgetInfo](ctx, c, ws.Call(ctx, "createGadget", name, code, append([]string{}, grants.grants...)).Call(ctx, "info"))
+				case err != nil:
+					return c.explain(err)
+				case grants.set:
+					info, err = await[gadgetInfo](ctx, c, g.Call(ctx, "deploy", code, grants.grants))
+				default:
+					info, err = await[gadgetInfo](ctx, c, g.Call(ctx, "deploy", code))
+				}
+				if err != nil {
+					return fmt.Errorf("deploy %s as %s: %w", file, name, err)
+				}
+				verb := "Deployed"
+				if created {
+					verb = "Created gadget"
+				}
+				fmt.Fprintf(stdio(ctx).out, "%s %s version %d (%s, sha256 %s); grants: %s\n", verb, info.Name, info.Current,
+					formatSize(int64(len(code))), shortHash(currentVersion(info).SHA256), grantsText(info.Grants))
+				return nil
+			}
+		},
+	}
+}
+
+func currentVersion(info gadgetInfo) versionInfo {
+	for _, v := range info.Versions {
+		if v.Number == info.Current {
+			return v
+		}
+	}
+	return versionInfo{}
+}
+
+func shortHash(h string) string { return h[:min(len(h), 12)] }
+
+func grantsText(gs []string) string {
+	if len(gs) == 0 {
+		return "none (WASI baseline only)"
+	}
+	return strings.Join(gs, ", ")
+}
+
+func formatSize(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+func gadgetListCommand() command {
+	return command{
+		name:    "list",
+		usage:   "[--json]",
+		summary: "list the gadgets of the current workspace",
+		details: "Lists the gadgets with their current version, number of versions and grants.",
+		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
+			server, workspace := serverFlag(fs), workspaceFlag(fs)
+			asJSON := fs.Bool("json", false, "print the list as JSON")
+			return func(ctx context.Context, args []string) error {
+				if len(args) != 0 {
+					return usageError{"gadget list takes no arguments"}
+				}
+				c, ws, err := gadgetClient(ctx, *server, *workspace)
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				gs, err := await[[]gadgetInfo](ctx, c, ws.Call(ctx, "listGadgets"))
+				if err != nil {
+					return err
+				}
+				out := stdio(ctx).out
+				if *asJSON {
+					return printJSON(out, gs)
+				}
+				if len(gs) == 0 {
+					fmt.Fprintln(out, "No gadgets yet: deploy one with `atelier gadget deploy NAME FILE.wasm --grant ...`.")
+					return nil
+				}
+				tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "NAME\tVERSION\tVERSIONS\tGRANTS")
+				for _, g := range gs {
+					fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", g.Name, g.Current, len(g.Versions), strings.Join(g.Grants, ","))
+				}
+				return tw.Flush()
+			}
+		},
+	}
+}
+
+func gadgetCallCommand() command {
+	return command{
+		name:    "call",
+		usage:   "NAME FUNCTION [JSON-ARG...]",
+		summary: "call a gadget's exported function and print the result as JSON",
+		details: `Calls FUNCTION, one of the gadget's exports, with the given arguments and prints the result
+as JSON. Each argument is one JSON value: quote strings ('"buy milk"'). The function's WIT name
+(make-counter) or its RPC name (makeCounter) both work; a function of an exported interface is
+INTERFACE.FUNCTION. Put -- before arguments that start with '-'.
+
+Examples:
+  atelier gadget call counter increment 5
+  atelier gadget call todo add '"buy milk"'
+  atelier gadget call todo list
+  atelier gadget call calc add -- -1 2`,
+		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
+			server, workspace := serverFlag(fs), workspaceFlag(fs)
+			return func(ctx context.Context, args []string) error {
+				if len(args) < 2 {
+					return usageError{"want a gadget name and a function name"}
+				}
+				callArgs, err := parseJSONArgs(args[2:])
+				if err != nil {
+					return err
+				}
+				c, ws, err := gadgetClient(ctx, *server, *workspace)
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				target := ws.Call(ctx, "gadget", args[0]).Call(ctx, "connect")
+				path := strings.Split(args[1], ".")
+				for _, p := range path[:len(path)-1] {
+					target = target.Get(camelCase(p))
+				}
+				res, err := target.Call(ctx, camelCase(path[len(path)-1]), callArgs...).Await(ctx)
+				if err != nil {
+					return c.explain(err)
+				}
+				if res == capnweb.Undefined {
+					return nil
+				}
+				return printJSON(stdio(ctx).out, res)
+			}
+		},
+	}
+}
+
+// parseJSONArgs decodes each command-line argument as one JSON value.
+func parseJSONArgs(args []string) ([]any, error) {
+	out := make([]any, len(args))
+	for i, a := range args {
+		d := json.NewDecoder(strings.NewReader(a))
+		if err := d.Decode(&out[i]); err != nil || d.More() {
+			return nil, usageError{fmt.Sprintf("argument %d (%s) is not one JSON value: quote strings like '\"text\"'", i+1, a)}
+		}
+	}
+	return out, nil
+}
+
+// camelCase turns a WIT name into its RPC name: "make-counter" -> "makeCounter".
+func camelCase(name string) string {
+	var b strings.Builder
+	up := false
+	for _, r := range name {
+		switch {
+		case r == '-':
+			up = true
+		case up:
+			b.WriteRune(unicode.ToUpper(r))
+			up = false
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func gadgetLogsCommand() command {
+	return command{
+		name:    "logs",
+		usage:   "NAME",
+		summary: "follow a gadget's console until Ctrl-C",
+		details: `Prints every console line the gadget writes from now on (atelier:host/log, stdout and
+stderr), one per line with its time and level, until Ctrl-C. Needs the build role.
+
+Example:
+  atelier gadget logs todo`,
+		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
+			server, workspace := serverFlag(fs), workspaceFlag(fs)
+			return func(ctx context.Context, args []string) error {
+				if len(args) != 1 {
+					return usageError{"want a gadget name"}
+				}
+				c, ws, err := gadgetClient(ctx, *server, *workspace)
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				std := stdio(ctx)
+				print := func(line map[string]any) { fmt.Fprintln(std.out, formatLogLine(line)) }
+				sub := ws.Call(ctx, "gadget", args[0]).Call(ctx, "logs", print)
+				defer sub.Dispose()
+				if _, err := sub.Await(ctx); err != nil {
+					return c.explain(err)
+				}
+				fmt.Fprintf(std.err, "Following the console of %s (Ctrl-C to stop).\n", args[0])
+				select {
+				case <-ctx.Done():
+				case <-c.sess.Done():
+					return fmt.Errorf("connection to %s lost: %w", c.server, c.sess.Err())
+				}
+				stop, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				defer cancel()
+				_, _ = sub.Call(stop, "cancel").Await(stop) // best effort: closing the session ends it too
+				return nil
+			}
+		},
+	}
+}
+
+// formatLogLine renders a console line {gadget, stream, level, text, time}.
+func formatLogLine(line map[string]any) string {
+	level, _ := line["level"].(string)
+	if level == "" {
+		level, _ = line["stream"].(string)
+	}
+	text, _ := line["text"].(string)
+	return fmt.Sprintf("%s %-5s %s", formatTime(line["time"], "15:04:05.000"), level, text)
+}
+
+func gadgetVersionsCommand() command {
+	return command{
+		name:    "versions",
+		usage:   "NAME",
+		summary: "list the stored versions of a gadget's code",
+		details: "Lists every version of the gadget's code; * marks the current one.",
+		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
+			server, workspace := serverFlag(fs), workspaceFlag(fs)
+			return func(ctx context.Context, args []string) error {
+				if len(args) != 1 {
+					return usageError{"want a gadget name"}
+				}
+				c, ws, err := gadgetClient(ctx, *server, *workspace)
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				info, err := await[gadgetInfo](ctx, c, ws.Call(ctx, "gadget", args[0]).Call(ctx, "info"))
+				if err != nil {
+					return err
+				}
+				tw := tabwriter.NewWriter(stdio(ctx).out, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "\tVERSION\tSIZE\tSHA256\tCREATED")
+				for _, v := range info.Versions {
+					mark := ""
+					if v.Number == info.Current {
+						mark = "*"
+					}
+					fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", mark, v.Number, formatSize(v.Size), shortHash(v.SHA256),
+						formatTime(v.Created, "2006-01-02 15:04:05"))
+				}
+				return tw.Flush()
+			}
+		},
+	}
+}
+
+func gadgetRollbackCommand() command {
+	return command{
+		name:    "rollback",
+		usage:   "NAME VERSION",
+		summary: "make an earlier version of a gadget current",
+		details: `Makes VERSION (see 'atelier gadget versions') the gadget's current code. The state is kept.
+
+Example:
+  atelier gadget rollback todo 2`,
+		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
+			server, workspace := serverFlag(fs), workspaceFlag(fs)
+			return func(ctx context.Context, args []string) error {
+				if len(args) != 2 {
+					return usageError{"want a gadget name and a version number"}
+				}
+				version, err := strconv.Atoi(args[1])
+				if err != nil || version < 1 {
+					return usageError{fmt.Sprintf("version %q is not a version number (see `atelier gadget versions %s`)", args[1], args[0])}
+				}
+				c, ws, err := gadgetClient(ctx, *server, *workspace)
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				info, err := await[gadgetInfo](ctx, c, ws.Call(ctx, "gadget", args[0]).Call(ctx, "rollback", version))
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(stdio(ctx).out, "%s is now at version %d.\n", info.Name, info.Current)
+				return nil
+			}
+		},
+	}
+}

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"text/tabwriter"
+)
+
+// workspaceInfo is a workspace as listWorkspaces and Workspace.info describe it.
+type workspaceInfo struct {
+	ID    string `json:"id"`
+	Name  string `json:"name"`
+	Owner string `json:"owner"`
+	Role  string `json:"role"`
+}
+
+func hasWorkspace(ws []workspaceInfo, id string) bool { return nameOf(ws, id) != "" }
+
+// nameOf returns the name of the workspace with the given id, or "".
+func nameOf(ws []workspaceInfo, id string) string {
+	for _, w := range ws {
+		if w.ID == id && id != "" {
+			return w.Name
+		}
+	}
+	return ""
+}
+
+func workspaceCommand() command {
+	return command{
+		name:    "workspace",
+		summary: "list, create and choose workspaces on a server",
+		details: `A workspace holds gadgets and is the unit of sharing. The gadget commands work in the
+current workspace, which 'atelier workspace use' (or 'create') sets, remembered per server.
+
+Examples:
+  atelier workspace create home
+  atelier workspace list
+  atelier workspace use ws_3k2x...`,
+		subcommands: []command{workspaceListCommand(), workspaceCreateCommand(), workspaceUseCommand()},
+	}
+}
+
+func workspaceListCommand() command {
+	return command{
+		name:    "list",
+		usage:   "[--server URL] [--json]",
+		summary: "list your workspaces and those shared with you",
+		details: "Lists the workspaces you own or that are shared with you, with your role; * marks the current one.",
+		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
+			server := serverFlag(fs)
+			asJSON := fs.Bool("json", false, "print the list as JSON")
+			return func(ctx context.Context, args []string) error {
+				if len(args) != 0 {
+					return usageError{"workspace list takes no arguments"}
+				}
+				c, err := connect(ctx, *server)
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				ws, err := await[[]workspaceInfo](ctx, c, c.api.Call(ctx, "listWorkspaces"))
+				if err != nil {
+					return err
+				}
+				out := stdio(ctx).out
+				if *asJSON {
+					return printJSON(out, ws)
+				}
+				if len(ws) == 0 {
+					fmt.Fprintln(out, "No workspaces yet: create one with `atelier workspace create NAME`.")
+					return nil
+				}
+				tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "\tID\tNAME\tROLE\tOWNER")
+				for _, w := range ws {
+					mark := ""
+					if w.ID == c.saved().Workspace {
+						mark = "*"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", mark, w.ID, w.Name, w.Role, w.Owner)
+				}
+				return tw.Flush()
+			}
+		},
+	}
+}
+
+func workspaceCreateCommand() command {
+	return command{
+		name:    "create",
+		usage:   "[--server URL] NAME",
+		summary: "create a workspace and make it the current one",
+		details: `Creates a workspace that you own and makes it the current workspace.
+
+Example:
+  atelier workspace create home`,
+		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
+			server := serverFlag(fs)
+			return func(ctx context.Context, args []string) error {
+				if len(args) != 1 {
+					return usageError{"want the new workspace's name"}
+				}
+				c, err := connect(ctx, *server)
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				w, err := await[workspaceInfo](ctx, c, c.api.Call(ctx, "createWorkspace", args[0]).Call(ctx, "info"))
+				if err != nil {
+					return err
+				}
+				if err := c.remember(func(e *serverCredentials) { e.Workspace = w.ID }); err != nil {
+					return err
+				}
+				fmt.Fprintf(stdio(ctx).out, "Created workspace %s (%s); it is now the current workspace.\n", w.Name, w.ID)
+				return nil
+			}
+		},
+	}
+}
+
+func workspaceUseCommand() command {
+	return command{
+		name:    "use",
+		usage:   "[--server URL] ID|NAME",
+		summary: "make a workspace the current one",
+		details: `Makes the workspace with this ID (or this name, if only one of your workspaces has it) the
+current one for the gadget commands on this server.
+
+Example:
+  atelier workspace use home`,
+		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
+			server := serverFlag(fs)
+			return func(ctx context.Context, args []string) error {
+				if len(args) != 1 {
+					return usageError{"want a workspace ID or name (see `atelier workspace list`)"}
+				}
+				c, err := connect(ctx, *server)
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				ws, err := await[[]workspaceInfo](ctx, c, c.api.Call(ctx, "listWorkspaces"))
+				if err != nil {
+					return err
+				}
+				w, err := pickWorkspace(ws, args[0])
+				if err != nil {
+					return err
+				}
+				if err := c.remember(func(e *serverCredentials) { e.Workspace = w.ID }); err != nil {
+					return err
+				}
+				fmt.Fprintf(stdio(ctx).out, "Current workspace: %s (%s), role %s.\n", w.Name, w.ID, w.Role)
+				return nil
+			}
+		},
+	}
+}
+
+// pickWorkspace finds the workspace whose ID is key, else the only one named key.
+func pickWorkspace(ws []workspaceInfo, key string) (workspaceInfo, error) {
+	var named []workspaceInfo
+	for _, w := range ws {
+		if w.ID == key {
+			return w, nil
+		}
+		if w.Name == key {
+			named = append(named, w)
+		}
+	}
+	switch len(named) {
+	case 1:
+		return named[0], nil
+	case 0:
+		return workspaceInfo{}, fmt.Errorf("you have no workspace with the ID or name %q: see `atelier workspace list`", key)
+	}
+	return workspaceInfo{}, fmt.Errorf("%d of your workspaces are named %q: pass the ID instead (see `atelier workspace list`)", len(named), key)
+}

@@ -1,0 +1,84 @@
+package kernel
+
+import (
+	"errors"
+	"fmt"
+
+	"atelier/host/runtime"
+	"atelier/host/runtime/wit"
+	"atelier/host/store"
+)
+
+// Code classifies a refused call; clients read it from the error's `code` property.
+type Code string
+
+// The codes of docs/api.md.
+const (
+	CodeUnauthorized       Code = "UNAUTHORIZED"
+	CodeForbidden          Code = "FORBIDDEN"
+	CodeNotFound           Code = "NOT_FOUND"
+	CodeInvalidArgument    Code = "INVALID_ARGUMENT"
+	CodeConflict           Code = "CONFLICT"
+	CodeFailedPrecondition Code = "FAILED_PRECONDITION"
+	CodeGadgetError        Code = "GADGET_ERROR"
+	CodeInternal           Code = "INTERNAL"
+)
+
+// Error is a refused call: a message for people and a Code for programs. Over Cap'n Web it
+// is an Error whose `code` property is the Code.
+type Error struct {
+	Code Code
+	Msg  string
+	// Err is the cause, if any (for errors.Is/As on the Go side).
+	Err error
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// ErrorProps implements capnweb.ErrorPropser.
+func (e *Error) ErrorProps() map[string]any { return map[string]any{"code": string(e.Code)} }
+
+// fail returns an *Error with a formatted message.
+func fail(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Msg: fmt.Sprintf(format, args...)}
+}
+
+// wrapErr gives err a Code (keeping an *Error's own) and a context prefix.
+func wrapErr(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	msg := fmt.Sprintf(format, args...) + ": " + err.Error()
+	var ke *Error
+	if errors.As(err, &ke) {
+		return &Error{Code: ke.Code, Msg: msg, Err: err}
+	}
+	return &Error{Code: codeOf(err), Msg: msg, Err: err}
+}
+
+// codeOf classifies the errors of the store and the runtime.
+func codeOf(err error) Code {
+	var (
+		trap    *runtime.TrapError
+		result  *runtime.ResultError
+		valErr  *wit.ValueError
+		ungrant *runtime.UngrantedImportError
+		unprov  *runtime.UnprovidedImportError
+	)
+	switch {
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, runtime.ErrNoExport):
+		return CodeNotFound
+	case errors.Is(err, store.ErrConflict):
+		return CodeConflict
+	case errors.Is(err, store.ErrTooLarge), errors.As(err, &valErr), errors.As(err, &ungrant), errors.As(err, &unprov):
+		return CodeInvalidArgument
+	case errors.As(err, &trap), errors.As(err, &result):
+		return CodeGadgetError
+	case errors.Is(err, store.ErrFenced):
+		return CodeFailedPrecondition
+	}
+	return CodeInternal
+}

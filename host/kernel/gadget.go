@@ -1,0 +1,246 @@
+package kernel
+
+import (
+	"context"
+	"strings"
+	"unicode"
+
+	"atelier/capnweb"
+	"atelier/host/runtime/wit"
+	"atelier/host/store"
+)
+
+// Gadget is a gadget as a Cap'n Web object (docs/api.md, "Gadget"). It is resolved by name on
+// first use and by id after that, so a renamed gadget keeps its stubs.
+type Gadget struct {
+	capnweb.Target
+	w    *Workspace
+	name string
+	id   store.GadgetID // "" until resolved
+}
+
+// enter runs fn with the gadget's current record once the caller's role includes need and
+// (for an agent) the gadget is in its scope.
+func (g *Gadget) enter(ctx context.Context, need store.Role, what string, fn func(ov *overseer, rec store.Gadget) error) error {
+	return g.w.enter(ctx, need, what, func(ov *overseer) error {
+		var rec store.Gadget
+		var err error
+		if g.id == "" {
+			rec, err = ov.gadgetByName(g.name)
+		} else {
+			rec, err = ov.gadget(g.id)
+		}
+		if err != nil {
+			return err
+		}
+		if err := g.w.p.checkGadget(g.w.id, rec.Name); err != nil {
+			return err
+		}
+		g.id = rec.ID // calls on one target run one at a time: no race
+		return fn(ov, rec)
+	})
+}
+
+// Info describes the gadget.
+func (g *Gadget) Info(ctx context.Context) (info GadgetInfo, err error) {
+	err = g.enter(ctx, store.RoleUse, "info", func(ov *overseer, rec store.Gadget) error {
+		info = ov.infoOf(rec)
+		return nil
+	})
+	return info, err
+}
+
+// Versions lists the gadget's code versions.
+func (g *Gadget) Versions(ctx context.Context) (vs []store.Version, err error) {
+	err = g.enter(ctx, store.RoleUse, "versions", func(_ *overseer, rec store.Gadget) error {
+		vs = rec.Versions
+		return nil
+	})
+	return vs, err
+}
+
+// Deploy makes code the new current version, keeping the state; grants stay unchanged when
+// omitted.
+func (g *Gadget) Deploy(ctx context.Context, code []byte, grants []string) (info GadgetInfo, err error) {
+	err = g.enter(ctx, store.RoleBuild, "deploy", func(ov *overseer, rec store.Gadget) error {
+		rec, err := ov.deploy(ctx, g.w.p, rec.ID, code, grants)
+		info = ov.infoOf(rec)
+		return err
+	})
+	return info, wrapErr(err, "deploy %s", g.name)
+}
+
+// Rollback makes an earlier version current again.
+func (g *Gadget) Rollback(ctx context.Context, version int) (info GadgetInfo, err error) {
+	err = g.enter(ctx, store.RoleBuild, "rollback", func(ov *overseer, rec store.Gadget) error {
+		rec, err := ov.rollback(ctx, g.w.p, rec.ID, version)
+		info = ov.infoOf(rec)
+		return err
+	})
+	return info, wrapErr(err, "roll back %s", g.name)
+}
+
+// Rename renames the gadget.
+func (g *Gadget) Rename(ctx context.Context, name string) error {
+	if err := validName("gadget", name); err != nil {
+		return err
+	}
+	return g.enter(ctx, store.RoleBuild, "rename", func(ov *overseer, rec store.Gadget) error {
+		if err := g.w.p.checkGadget(g.w.id, name); err != nil {
+			return err
+		}
+		_, err := ov.renameGadget(ctx, g.w.p, rec.ID, name)
+		return err
+	})
+}
+
+// Delete deletes the gadget and its state.
+func (g *Gadget) Delete(ctx context.Context) error {
+	return g.enter(ctx, store.RoleBuild, "delete", func(ov *overseer, rec store.Gadget) error {
+		return ov.deleteGadget(ctx, g.w.p, rec.ID)
+	})
+}
+
+// Inspect returns the audit lines of the current version's imports and exports.
+func (g *Gadget) Inspect(ctx context.Context) (lines []string, err error) {
+	err = g.enter(ctx, store.RoleUse, "inspect", func(ov *overseer, rec store.Gadget) error {
+		a, err := ov.actor(ctx, rec.ID)
+		if err == nil {
+			lines = a.comp.Audit().Lines()
+		}
+		return err
+	})
+	return lines, err
+}
+
+// Subscribe calls cb({topic, payload}) for each event the gadget publishes.
+func (g *Gadget) Subscribe(ctx context.Context, cb *capnweb.Stub) (*Subscription, error) {
+	return g.subscribe(ctx, store.RoleUse, "subscribe", eventsTopic, cb)
+}
+
+// Logs calls cb({gadget, stream, level, text, time}) for each of the gadget's console lines.
+func (g *Gadget) Logs(ctx context.Context, cb *capnweb.Stub) (*Subscription, error) {
+	return g.subscribe(ctx, store.RoleBuild, "logs", consoleTopic, cb)
+}
+
+func (g *Gadget) subscribe(ctx context.Context, need store.Role, what string, topic func(store.WorkspaceID, store.GadgetID) string, cb *capnweb.Stub) (*Subscription, error) {
+	var sub *Subscription
+	err := g.enter(ctx, need, what, func(_ *overseer, rec store.Gadget) error {
+		var err error
+		sub, err = g.w.subscribe(ctx, need, what, topic(g.w.id, rec.ID), rec.Name, cb)
+		return err
+	})
+	return sub, err
+}
+
+// Connect returns a stub whose methods are the gadget's exported functions in camelCase.
+func (g *Gadget) Connect(ctx context.Context) (*Connection, error) {
+	var c *Connection
+	err := g.enter(ctx, store.RoleUse, "connect", func(ov *overseer, rec store.Gadget) error {
+		a, err := ov.actor(ctx, rec.ID)
+		if err != nil {
+			return err
+		}
+		// The connection gets its own resolved Gadget: it runs calls concurrently with g's.
+		c = newConnection(&Gadget{w: g.w, name: rec.Name, id: rec.ID}, a.comp.Audit().Exports, "")
+		return nil
+	})
+	return c, err
+}
+
+// Connection is a gadget's RPC surface: a call on it checks the caller's access, then runs on
+// the gadget's actor.
+type Connection struct {
+	g     *Gadget
+	funcs map[string]string // RPC method name -> export name the runtime calls
+	// ifaces maps an exported interface's property name to its functions.
+	ifaces map[string]*Connection
+}
+
+var _ capnweb.DynamicTarget = (*Connection)(nil)
+
+func newConnection(g *Gadget, items []wit.Item, iface string) *Connection {
+	c := &Connection{g: g, funcs: map[string]string{}, ifaces: map[string]*Connection{}}
+	for _, it := range items {
+		switch {
+		case it.Kind == wit.ItemFunc && iface == "":
+			c.funcs[camelCase(it.Name)] = it.Name
+		case it.Kind == wit.ItemFunc:
+			c.funcs[camelCase(it.Name)] = iface + "#" + it.Name
+		case it.Kind == wit.ItemInstance && iface == "":
+			c.ifaces[camelCase(it.Name)] = newConnection(g, it.Exports, it.Name)
+		}
+	}
+	return c
+}
+
+// exportNames maps the RPC names of a component's exports to the names the runtime calls
+// them by: "fn" at top level, "iface.fn" inside an exported interface.
+func exportNames(items []wit.Item) map[string]string {
+	out := map[string]string{}
+	for _, it := range items {
+		switch it.Kind {
+		case wit.ItemFunc:
+			out[camelCase(it.Name)] = it.Name
+		case wit.ItemInstance:
+			for _, f := range it.Exports {
+				if f.Kind == wit.ItemFunc {
+					out[camelCase(it.Name)+"."+camelCase(f.Name)] = it.Name + "#" + f.Name
+				}
+			}
+		}
+	}
+	return out
+}
+
+// CallMethod implements capnweb.DynamicTarget.
+func (c *Connection) CallMethod(ctx context.Context, method string, args []any) (any, error) {
+	fn, ok := c.funcs[method]
+	if !ok {
+		return nil, &capnweb.Error{Name: "TypeError", Message: "gadget " + c.g.name + ` has no exported function "` + method + `"`, Props: map[string]any{"code": string(CodeNotFound)}}
+	}
+	var res any
+	err := c.g.enter(ctx, store.RoleUse, "call", func(ov *overseer, rec store.Gadget) error {
+		a, err := ov.actor(ctx, rec.ID)
+		if err != nil {
+			return err
+		}
+		res, err = a.call(ctx, fn, args)
+		return err
+	})
+	if err != nil {
+		return nil, wrapErr(err, "gadget %s: %s", c.g.name, method)
+	}
+	return res, nil
+}
+
+// GetProperty implements capnweb.DynamicTarget: exported interfaces are properties.
+func (c *Connection) GetProperty(_ context.Context, name string) (any, error) {
+	if s, ok := c.ifaces[name]; ok {
+		return s, nil
+	}
+	return capnweb.Undefined, nil
+}
+
+// camelCase turns a WIT kebab-case name into the JavaScript convention: "make-counter" ->
+// "makeCounter"; a trailing version or package prefix is dropped ("acme:app/api@1.0.0" -> "api").
+func camelCase(name string) string {
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		name = name[i+1:]
+	}
+	name, _, _ = strings.Cut(name, "@")
+	var b strings.Builder
+	up := false
+	for _, r := range name {
+		if r == '-' {
+			up = true
+			continue
+		}
+		if up {
+			r = unicode.ToUpper(r)
+			up = false
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}

@@ -1,0 +1,321 @@
+package kernel
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"atelier/host/auth"
+	"atelier/host/store"
+)
+
+// GadgetInfo describes a gadget to clients.
+type GadgetInfo struct {
+	ID       store.GadgetID    `json:"id"`
+	Name     string            `json:"name"`
+	Grants   []string          `json:"grants"`
+	Current  int               `json:"current"`
+	Versions []store.Version   `json:"versions"`
+	Bindings map[string]string `json:"bindings"`
+}
+
+// infoOf describes g, naming its binding targets.
+func (ov *overseer) infoOf(g store.Gadget) GadgetInfo {
+	info := GadgetInfo{ID: g.ID, Name: g.Name, Grants: slices.Clone(g.Grants), Current: g.Current, Versions: slices.Clone(g.Versions), Bindings: map[string]string{}}
+	if info.Grants == nil {
+		info.Grants = []string{}
+	}
+	ov.mu.RLock()
+	for name, target := range g.Bindings {
+		info.Bindings[name] = ov.gadgets[target].Name
+	}
+	ov.mu.RUnlock()
+	return info
+}
+
+// notifyGadget tells gadget-list subscribers about a change.
+func (ov *overseer) notifyGadget(kind string, g store.Gadget) {
+	ov.k.hub.publish(gadgetsTopic(ov.id), map[string]any{"type": kind, "gadget": ov.infoOf(g)})
+}
+
+// checkCode compiles code and checks that grants cover its imports.
+func (k *Kernel) checkCode(ctx context.Context, code []byte, grants []string) error {
+	if len(code) == 0 || len(code) > k.cfg.MaxCode {
+		return fail(CodeInvalidArgument, "component of %d bytes: want 1 to %d bytes", len(code), k.cfg.MaxCode)
+	}
+	if err := validGrants(grants); err != nil {
+		return err
+	}
+	comp, err := k.cfg.Runtime.Compile(ctx, code)
+	if err != nil {
+		return fail(CodeInvalidArgument, "the upload is not a usable component: %v", err)
+	}
+	defer comp.Close()
+	if err := comp.Audit().Check(k.cfg.Runtime, grantSet(grants)); err != nil {
+		return fail(CodeInvalidArgument, "the component needs more than it was granted: %v", err)
+	}
+	return nil
+}
+
+func validGrants(grants []string) error {
+	if len(grants) > 32 {
+		return fail(CodeInvalidArgument, "%d grants: at most 32", len(grants))
+	}
+	for _, g := range grants {
+		if g == "" || len(g) > 128 || !strings.Contains(g, ":") {
+			return fail(CodeInvalidArgument, "grant %.130q: want an interface name such as atelier:host/kv", g)
+		}
+	}
+	return nil
+}
+
+func codeHash(code []byte) string {
+	sum := sha256.Sum256(code)
+	return hex.EncodeToString(sum[:])
+}
+
+// nameTaken reports whether another gadget than except is called name; on the loop only.
+func (ov *overseer) nameTaken(name string, except store.GadgetID) bool {
+	ov.mu.RLock()
+	defer ov.mu.RUnlock()
+	for id, g := range ov.gadgets {
+		if g.Name == name && id != except {
+			return true
+		}
+	}
+	return false
+}
+
+// createGadget stores a new gadget whose first version is code.
+func (ov *overseer) createGadget(ctx context.Context, p *principal, name string, code []byte, grants []string, detail string) (store.Gadget, error) {
+	var g store.Gadget
+	err := ov.do(ctx, func() error {
+		if ov.nameTaken(name, "") {
+			return fail(CodeConflict, "workspace %s already has a gadget %q; pick another name or deploy to it", ov.id, name)
+		}
+		if err := ov.k.checkCode(ctx, code, grants); err != nil {
+			return err
+		}
+		now := time.Now().UTC()
+		g = store.Gadget{ID: store.GadgetID(store.NewID("g")), Name: name, Grants: slices.Clone(grants), Current: 1, Created: now,
+			Versions: []store.Version{{Number: 1, SHA256: codeHash(code), Size: len(code), Created: now}}}
+		if err := ov.commit(ctx, store.PutCode(code), store.PutGadget(g), auditEntry(p, "gadget.create", name, detail)); err != nil {
+			return err
+		}
+		ov.setGadget(g)
+		return nil
+	})
+	if err != nil {
+		return store.Gadget{}, wrapErr(err, "create gadget %s", name)
+	}
+	ov.notifyGadget("added", g)
+	return g, nil
+}
+
+// updateGadget runs change on a copy of gadget id's record on the loop, commits the record with
+// an audit line, retires the actor when retire is set, and notifies subscribers.
+func (ov *overseer) updateGadget(ctx context.Context, p *principal, id store.GadgetID, action string, retire bool, change func(g *store.Gadget) ([]store.Mutation, string, error)) (store.Gadget, error) {
+	var g store.Gadget
+	err := ov.do(ctx, func() error {
+		var err error
+		if g, err = ov.gadget(id); err != nil {
+			return err
+		}
+		g.Versions = slices.Clone(g.Versions)
+		g.Grants = slices.Clone(g.Grants)
+		muts, detail, err := change(&g)
+		if err != nil {
+			return err
+		}
+		muts = append(muts, store.PutGadget(g), auditEntry(p, action, g.Name, detail))
+		if err := ov.commit(ctx, muts...); err != nil {
+			return err
+		}
+		if retire {
+			ov.retireActor(id)
+		}
+		ov.setGadget(g)
+		return nil
+	})
+	if err != nil {
+		return store.Gadget{}, err
+	}
+	ov.notifyGadget("updated", g)
+	return g, nil
+}
+
+// deploy makes code the gadget's new current version; grants nil keeps the grants.
+func (ov *overseer) deploy(ctx context.Context, p *principal, id store.GadgetID, code []byte, grants []string) (store.Gadget, error) {
+	return ov.updateGadget(ctx, p, id, "gadget.deploy", true, func(g *store.Gadget) ([]store.Mutation, string, error) {
+		if grants != nil {
+			g.Grants = slices.Clone(grants)
+		}
+		if err := ov.k.checkCode(ctx, code, g.Grants); err != nil {
+			return nil, "", err
+		}
+		next := g.Versions[len(g.Versions)-1].Number + 1
+		g.Versions = append(g.Versions, store.Version{Number: next, SHA256: codeHash(code), Size: len(code), Created: time.Now().UTC()})
+		g.Current = next
+		return []store.Mutation{store.PutCode(code)}, fmt.Sprintf("version %d, grants %s", next, strings.Join(g.Grants, ",")), nil
+	})
+}
+
+// rollback makes an earlier version current again, if the current grants still cover it.
+func (ov *overseer) rollback(ctx context.Context, p *principal, id store.GadgetID, version int) (store.Gadget, error) {
+	return ov.updateGadget(ctx, p, id, "gadget.rollback", true, func(g *store.Gadget) ([]store.Mutation, string, error) {
+		i := slices.IndexFunc(g.Versions, func(v store.Version) bool { return v.Number == version })
+		if i < 0 {
+			return nil, "", fail(CodeNotFound, "gadget %s has no version %d (see versions())", g.Name, version)
+		}
+		code, err := ov.k.st.Code(ctx, g.Versions[i].SHA256)
+		if err != nil {
+			return nil, "", err
+		}
+		if err := ov.k.checkCode(ctx, code, g.Grants); err != nil {
+			return nil, "", err
+		}
+		g.Current = version
+		return nil, fmt.Sprintf("version %d", version), nil
+	})
+}
+
+// renameGadget renames a gadget.
+func (ov *overseer) renameGadget(ctx context.Context, p *principal, id store.GadgetID, name string) (store.Gadget, error) {
+	return ov.updateGadget(ctx, p, id, "gadget.rename", false, func(g *store.Gadget) ([]store.Mutation, string, error) {
+		if ov.nameTaken(name, id) {
+			return nil, "", fail(CodeConflict, "workspace %s already has a gadget %q", ov.id, name)
+		}
+		old := g.Name
+		g.Name = name
+		return nil, "from " + old, nil
+	})
+}
+
+// bind lets gadget id call target under name (target "" removes the binding).
+func (ov *overseer) bind(ctx context.Context, p *principal, id store.GadgetID, name string, target store.GadgetID) (store.Gadget, error) {
+	action := "gadget.bind"
+	if target == "" {
+		action = "gadget.unbind"
+	}
+	return ov.updateGadget(ctx, p, id, action, false, func(g *store.Gadget) ([]store.Mutation, string, error) {
+		g.Bindings = copyBindings(g.Bindings)
+		if target == "" {
+			if _, ok := g.Bindings[name]; !ok {
+				return nil, "", fail(CodeNotFound, "gadget %s has no binding %q", g.Name, name)
+			}
+			delete(g.Bindings, name)
+			return nil, name, nil
+		}
+		if _, err := ov.gadget(target); err != nil {
+			return nil, "", err
+		}
+		g.Bindings[name] = target
+		return nil, name + " -> " + string(target), nil
+	})
+}
+
+func copyBindings(m map[string]store.GadgetID) map[string]store.GadgetID {
+	out := make(map[string]store.GadgetID, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// deleteGadget removes a gadget with its state; bindings to it are removed too.
+func (ov *overseer) deleteGadget(ctx context.Context, p *principal, id store.GadgetID) error {
+	var g store.Gadget
+	err := ov.do(ctx, func() error {
+		var err error
+		if g, err = ov.gadget(id); err != nil {
+			return err
+		}
+		muts := []store.Mutation{store.DeleteGadget(id), auditEntry(p, "gadget.delete", g.Name, "")}
+		var rebound []store.Gadget
+		ov.mu.RLock()
+		for _, other := range ov.gadgets {
+			changed := false
+			for name, target := range other.Bindings {
+				if target == id {
+					if !changed {
+						other.Bindings = copyBindings(other.Bindings)
+						changed = true
+					}
+					delete(other.Bindings, name)
+				}
+			}
+			if changed {
+				rebound = append(rebound, other)
+				muts = append(muts, store.PutGadget(other))
+			}
+		}
+		ov.mu.RUnlock()
+		if err := ov.commit(ctx, muts...); err != nil {
+			return err
+		}
+		ov.retireActor(id)
+		ov.mu.Lock()
+		delete(ov.gadgets, id)
+		for _, o := range rebound {
+			ov.gadgets[o.ID] = o
+		}
+		ov.mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		return wrapErr(err, "delete gadget")
+	}
+	ov.notifyGadget("removed", g)
+	return nil
+}
+
+// updateMeta runs change on a copy of the workspace record on the loop and commits it with an
+// audit line naming the target change returns ("" when it changed nothing).
+func (ov *overseer) updateMeta(ctx context.Context, p *principal, action string, change func(w *store.Workspace) (string, string, error)) error {
+	return ov.do(ctx, func() error {
+		w, err := ov.snapshot()
+		if err != nil {
+			return err
+		}
+		w.Collaborators = slices.Clone(w.Collaborators)
+		w.ShareLinks = slices.Clone(w.ShareLinks)
+		target, detail, err := change(&w)
+		if err != nil || target == "" { // target "": nothing changed
+			return err
+		}
+		if err := ov.commit(ctx, store.PutWorkspace(w), auditEntry(p, action, target, detail)); err != nil {
+			return err
+		}
+		ov.setMeta(w)
+		return nil
+	})
+}
+
+// setCollaborator gives user the role (role "" removes the user); via names the share link.
+func setCollaborator(w *store.Workspace, user string, role store.Role, via string) {
+	w.Collaborators = slices.DeleteFunc(w.Collaborators, func(c store.Collaborator) bool { return c.UserID == user })
+	if role != "" {
+		w.Collaborators = append(w.Collaborators, store.Collaborator{UserID: user, Role: role, Via: via})
+	}
+}
+
+// redeem adds p as a collaborator through the share link whose key is key.
+func (ov *overseer) redeem(ctx context.Context, p *principal, key string) error {
+	hash := auth.HashToken(key)
+	return ov.updateMeta(ctx, p, "share.redeem", func(w *store.Workspace) (string, string, error) {
+		i := slices.IndexFunc(w.ShareLinks, func(l store.ShareLink) bool { return auth.Equal(l.KeyHash, hash) })
+		if i < 0 {
+			return "", "", fail(CodeForbidden, "the share key is not valid for workspace %s (revoked or mistyped)", w.ID)
+		}
+		link := w.ShareLinks[i]
+		if current, err := p.roleIn(*w); err == nil && current.Allows(link.Role) {
+			return "", "", nil // nothing to gain; audit nothing
+		}
+		setCollaborator(w, p.userID, link.Role, link.ID)
+		return p.username, "link " + link.ID + " role " + string(link.Role), nil
+	})
+}

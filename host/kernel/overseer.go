@@ -1,0 +1,256 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"atelier/host/store"
+)
+
+// errStopped is returned by an overseer (or an actor) that stopped; the caller retries on a
+// fresh one (Kernel.withOverseer).
+var errStopped = errors.New("workspace overseer stopped")
+
+// overseer is the single writer of one open workspace. Metadata changes (gadgets, bindings,
+// sharing, audit) run one at a time on its goroutine, which commits them and then updates the
+// in-memory copy that readers see under mu. Gadget calls run on the gadgets' actors, not on the
+// overseer's goroutine. It holds the workspace's lease; it stops when the lease is lost, when
+// the kernel closes, or after WorkspaceIdle without use once no gadget has an instance.
+type overseer struct {
+	k     *Kernel
+	id    store.WorkspaceID
+	lease store.Lease
+	ws    store.WorkspaceStore
+
+	ops  chan overseerOp
+	quit chan struct{} // closed to ask the loop to stop
+	done chan struct{} // closed when the loop has stopped
+
+	lastUsed atomic.Int64 // unix nanoseconds
+
+	mu      sync.RWMutex // guards everything below
+	meta    store.Workspace
+	gadgets map[store.GadgetID]store.Gadget
+	actors  map[store.GadgetID]*actor
+	stopped bool
+}
+
+type overseerOp struct {
+	fn   func() error
+	done chan error
+}
+
+// startOverseer acquires the workspace's lease and loads its records.
+func startOverseer(ctx context.Context, k *Kernel, id store.WorkspaceID) (*overseer, error) {
+	lease, err := k.st.Acquire(ctx, id)
+	if err != nil {
+		return nil, wrapErr(err, "open workspace %s", id)
+	}
+	ov := &overseer{k: k, id: id, lease: lease, ops: make(chan overseerOp), quit: make(chan struct{}), done: make(chan struct{}),
+		gadgets: map[store.GadgetID]store.Gadget{}, actors: map[store.GadgetID]*actor{}}
+	err = func() error {
+		if ov.ws, err = k.st.Open(ctx, id, lease); err != nil {
+			return err
+		}
+		if ov.meta, err = ov.ws.Workspace(); err != nil {
+			return err
+		}
+		gs, err := ov.ws.Gadgets()
+		for _, g := range gs {
+			ov.gadgets[g.ID] = g
+		}
+		return err
+	}()
+	if err != nil {
+		_ = lease.Release(ctx)
+		return nil, wrapErr(err, "open workspace %s", id)
+	}
+	ov.touch()
+	go ov.loop()
+	return ov, nil
+}
+
+func (ov *overseer) touch() { ov.lastUsed.Store(time.Now().UnixNano()) }
+
+func (ov *overseer) loop() {
+	defer close(ov.done)
+	tick := min(ov.k.cfg.GadgetIdle, ov.k.cfg.WorkspaceIdle) / 4
+	t := time.NewTicker(max(tick, time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case op := <-ov.ops:
+			op.done <- op.fn()
+		case <-t.C:
+			if ov.evictIdle() {
+				ov.shutdown()
+				return
+			}
+		case <-ov.lease.Lost():
+			ov.k.log.Warn("workspace lease lost; stopping its overseer", "workspace", ov.id)
+			ov.shutdown()
+			return
+		case <-ov.quit:
+			ov.shutdown()
+			return
+		}
+	}
+}
+
+// stop stops the overseer and waits for it (calls in flight finish first).
+func (ov *overseer) stop() {
+	select {
+	case ov.quit <- struct{}{}:
+	case <-ov.done:
+	}
+	<-ov.done
+}
+
+// shutdown runs on the loop: it unregisters the overseer, stops its actors and releases the
+// lease.
+func (ov *overseer) shutdown() {
+	ov.k.forget(ov)
+	ov.mu.Lock()
+	ov.stopped = true
+	actors := ov.actors
+	ov.actors = map[store.GadgetID]*actor{}
+	ov.mu.Unlock()
+	for _, a := range actors {
+		a.retire()
+	}
+	_ = ov.ws.Close()
+	_ = ov.lease.Release(context.Background())
+}
+
+// evictIdle retires the instances idle for GadgetIdle and reports whether the whole workspace
+// has been idle for WorkspaceIdle with no instance left.
+func (ov *overseer) evictIdle() bool {
+	now := time.Now()
+	ov.mu.Lock()
+	var idle []*actor
+	for id, a := range ov.actors {
+		if now.Sub(time.Unix(0, a.lastUsed.Load())) >= ov.k.cfg.GadgetIdle && a.tryLock() {
+			delete(ov.actors, id)
+			idle = append(idle, a)
+		}
+	}
+	empty := len(ov.actors) == 0
+	ov.mu.Unlock()
+	for _, a := range idle {
+		a.closeLocked()
+	}
+	return empty && now.Sub(time.Unix(0, ov.lastUsed.Load())) >= ov.k.cfg.WorkspaceIdle
+}
+
+// do runs fn on the overseer's goroutine and returns its error.
+func (ov *overseer) do(ctx context.Context, fn func() error) error {
+	ov.touch()
+	op := overseerOp{fn: fn, done: make(chan error, 1)}
+	select {
+	case ov.ops <- op:
+	case <-ov.done:
+		return errStopped
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return <-op.done
+}
+
+// commit writes muts; on the loop only.
+func (ov *overseer) commit(ctx context.Context, muts ...store.Mutation) error {
+	if err := ov.ws.Commit(ctx, muts); err != nil {
+		if errors.Is(err, store.ErrFenced) {
+			go ov.stop()
+		}
+		return err
+	}
+	return nil
+}
+
+// auditEntry is an audit line by p.
+func auditEntry(p *principal, action, target, detail string) store.Mutation {
+	return store.AppendAudit(store.AuditEntry{Time: time.Now().UTC(), Actor: p.name(), Action: action, Target: target, Detail: detail})
+}
+
+// audit appends one line to the audit log.
+func (ov *overseer) audit(ctx context.Context, p *principal, action, target, detail string) error {
+	return ov.do(ctx, func() error { return ov.commit(ctx, auditEntry(p, action, target, detail)) })
+}
+
+// snapshot returns the workspace record.
+func (ov *overseer) snapshot() (store.Workspace, error) {
+	ov.mu.RLock()
+	defer ov.mu.RUnlock()
+	if ov.stopped {
+		return store.Workspace{}, errStopped
+	}
+	return ov.meta, nil
+}
+
+// roleOf returns p's role here (FORBIDDEN without access, UNAUTHORIZED when revoked).
+func (ov *overseer) roleOf(p *principal) (store.Role, error) {
+	ov.touch()
+	w, err := ov.snapshot()
+	if err != nil {
+		return "", err
+	}
+	return p.roleIn(w)
+}
+
+// require returns p's role if it includes need.
+func (ov *overseer) require(p *principal, need store.Role, what string) (store.Role, error) {
+	role, err := ov.roleOf(p)
+	if err != nil {
+		return "", err
+	}
+	if !role.Allows(need) {
+		return "", fail(CodeForbidden, "%s needs the %s role in workspace %s; you have %s", what, need, ov.id, role)
+	}
+	return role, nil
+}
+
+// gadgetByName returns the record of gadget name.
+func (ov *overseer) gadgetByName(name string) (store.Gadget, error) {
+	ov.mu.RLock()
+	defer ov.mu.RUnlock()
+	if ov.stopped {
+		return store.Gadget{}, errStopped
+	}
+	for _, g := range ov.gadgets {
+		if g.Name == name {
+			return g, nil
+		}
+	}
+	return store.Gadget{}, fail(CodeNotFound, "workspace %s has no gadget %q", ov.id, name)
+}
+
+// gadget returns the record of gadget id.
+func (ov *overseer) gadget(id store.GadgetID) (store.Gadget, error) {
+	ov.mu.RLock()
+	defer ov.mu.RUnlock()
+	if ov.stopped {
+		return store.Gadget{}, errStopped
+	}
+	g, ok := ov.gadgets[id]
+	if !ok {
+		return store.Gadget{}, fail(CodeNotFound, "the gadget was deleted")
+	}
+	return g, nil
+}
+
+// setGadget updates the in-memory record after a commit; on the loop only.
+func (ov *overseer) setGadget(g store.Gadget) {
+	ov.mu.Lock()
+	ov.gadgets[g.ID] = g
+	ov.mu.Unlock()
+}
+
+// setMeta updates the in-memory workspace record after a commit; on the loop only.
+func (ov *overseer) setMeta(w store.Workspace) {
+	ov.mu.Lock()
+	ov.meta = w
+	ov.mu.Unlock()
+}

@@ -1,0 +1,118 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"atelier/host/auth"
+	"atelier/host/store"
+)
+
+// principal is who a session authenticated as: a user, or an agent of a user.
+type principal struct {
+	userID   string
+	username string
+	agent    *store.Agent // nil for a user
+	expires  time.Time    // zero: never
+	hash     string       // the token's hash
+	revoked  *revocation
+}
+
+// authenticate turns a token into a principal. Every failure is UNAUTHORIZED.
+func (k *Kernel) authenticate(ctx context.Context, token string) (*principal, error) {
+	hash, err := auth.CheckToken(token)
+	if err != nil {
+		return nil, fail(CodeUnauthorized, "authenticate: %v", err)
+	}
+	t, err := k.st.Token(ctx, hash)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fail(CodeUnauthorized, "authenticate: unknown or revoked token; log in again")
+	} else if err != nil {
+		return nil, wrapErr(err, "authenticate")
+	}
+	if !auth.Equal(t.Hash, hash) {
+		return nil, fail(CodeUnauthorized, "authenticate: unknown token")
+	}
+	if !t.Expires.IsZero() && time.Now().After(t.Expires) {
+		return nil, fail(CodeUnauthorized, "authenticate: the token expired; log in again")
+	}
+	u, err := k.st.User(ctx, t.UserID)
+	if err != nil {
+		return nil, fail(CodeUnauthorized, "authenticate: the token's user no longer exists")
+	}
+	p := &principal{userID: u.ID, username: u.Name, expires: t.Expires, hash: hash, revoked: k.revocationOf(hash)}
+	if t.AgentID != "" {
+		a, err := k.st.Agent(ctx, t.AgentID)
+		if err != nil {
+			return nil, fail(CodeUnauthorized, "authenticate: the agent was revoked")
+		}
+		p.agent = &a
+	}
+	return p, nil
+}
+
+// check refuses a principal whose token was revoked or expired since it authenticated.
+func (p *principal) check() error {
+	if p.revoked.isSet() {
+		return fail(CodeUnauthorized, "this session's token was revoked; log in again")
+	}
+	if !p.expires.IsZero() && time.Now().After(p.expires) {
+		return fail(CodeUnauthorized, "this session's token expired; log in again")
+	}
+	return nil
+}
+
+// name is how the principal appears in audit logs.
+func (p *principal) name() string {
+	if p.agent != nil {
+		return p.username + "/agent:" + p.agent.Name
+	}
+	return p.username
+}
+
+// roleIn returns the principal's role in workspace w, or an error: FORBIDDEN without access.
+func (p *principal) roleIn(w store.Workspace) (store.Role, error) {
+	if err := p.check(); err != nil {
+		return "", err
+	}
+	role := store.Role("")
+	if w.Owner == p.userID {
+		role = store.RoleOwner
+	}
+	for _, c := range w.Collaborators {
+		if c.UserID == p.userID {
+			role = c.Role
+		}
+	}
+	if !role.Valid() {
+		return "", fail(CodeForbidden, "you have no access to workspace %s (ask its owner to add you)", w.ID)
+	}
+	if p.agent != nil {
+		e, ok := p.agent.Scope.Workspaces[w.ID]
+		if !ok {
+			return "", fail(CodeForbidden, "agent %s may not use workspace %s (outside its scope)", p.agent.Name, w.ID)
+		}
+		role = role.Min(e.Role)
+	}
+	return role, nil
+}
+
+// gadgetAllowed reports whether an agent's scope for ws covers gadget name (always true for
+// users).
+func (p *principal) gadgetAllowed(ws store.WorkspaceID, name string) bool {
+	if p.agent == nil {
+		return true
+	}
+	e := p.agent.Scope.Workspaces[ws]
+	return slices.Contains(e.Gadgets, "*") || slices.Contains(e.Gadgets, name)
+}
+
+// checkGadget refuses an agent outside its gadget subset.
+func (p *principal) checkGadget(ws store.WorkspaceID, name string) error {
+	if !p.gadgetAllowed(ws, name) {
+		return fail(CodeForbidden, "agent %s may not use gadget %s (outside its scope)", p.agent.Name, name)
+	}
+	return nil
+}

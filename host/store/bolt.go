@@ -1,0 +1,190 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// SchemaVersion is the layout version Bolt reads and writes. Layout (schema 2):
+//
+//	meta/schema                 "2"
+//	meta/bootstrapped           set once the first-run admin token was issued
+//	users/<id>                  JSON User
+//	usernames/<name>            user id
+//	tokens/<sha256 hex>         JSON Token
+//	agents/<id>                 JSON Agent
+//	workspaces/<id>             JSON Workspace
+//	access/<user id>/<ws id>    role: the workspaces a user owns or collaborates on
+//	ws/<id>/epoch               8-byte big-endian Epoch of the current lease
+//	ws/<id>/gadgets/<gadget id> JSON Gadget
+//	ws/<id>/state/<gadget id>/<key>   the gadget's key-value state
+//	ws/<id>/audit/<8-byte seq>  JSON AuditEntry
+//	code/<sha256 hex>           component bytes, shared by every version and blueprint using them
+//	blueprints/<id>             JSON Blueprint
+//
+// Schema 1 (the single-user preview: gadgets/<name>, code/<sha>, state/<name>/<key>) is
+// migrated on Open into a workspace named "default" owned by the user "admin".
+const SchemaVersion = 2
+
+var (
+	bucketMeta       = []byte("meta")
+	bucketUsers      = []byte("users")
+	bucketUsernames  = []byte("usernames")
+	bucketTokens     = []byte("tokens")
+	bucketAgents     = []byte("agents")
+	bucketWorkspaces = []byte("workspaces")
+	bucketAccess     = []byte("access")
+	bucketWS         = []byte("ws")
+	bucketCode       = []byte("code")
+	bucketBlueprints = []byte("blueprints")
+
+	keySchema       = []byte("schema")
+	keyBootstrapped = []byte("bootstrapped")
+	keyEpoch        = []byte("epoch")
+	subGadgets      = []byte("gadgets")
+	subState        = []byte("state")
+	subAudit        = []byte("audit")
+)
+
+// Bolt is the Store over one bbolt file. It is safe for concurrent use. Commits of all
+// workspaces go through one committer goroutine that applies every commit waiting at that
+// moment in one bbolt transaction (one fsync), so concurrent calls share the disk flush.
+type Bolt struct {
+	db   *bolt.DB
+	now  func() time.Time
+	node NodeID
+
+	commits chan *commitReq
+	stop    chan struct{}
+	stopped sync.WaitGroup
+	cmu     sync.RWMutex // held for reading while a commit is queued; guards closed
+	closed  bool
+
+	mu     sync.Mutex // guards leases
+	leases map[WorkspaceID]*lease
+}
+
+// Open opens (creating if needed) the data file at path and migrates it to SchemaVersion.
+func Open(path string) (*Bolt, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	if err != nil {
+		if errors.Is(err, bolt.ErrTimeout) {
+			return nil, fmt.Errorf("open store %s: another atelier process holds it; stop it or pass another --data", path)
+		}
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	s := &Bolt{db: db, now: time.Now, node: "local", commits: make(chan *commitReq, 256), stop: make(chan struct{}), leases: map[WorkspaceID]*lease{}}
+	if err := s.migrate(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	s.stopped.Add(1)
+	go s.commitLoop()
+	return s, nil
+}
+
+// Close stops the committer and closes the file. Every lease is lost.
+func (s *Bolt) Close() error {
+	s.cmu.Lock()
+	if s.closed {
+		s.cmu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.cmu.Unlock()
+	close(s.stop)
+	s.stopped.Wait()
+	s.mu.Lock()
+	for _, l := range s.leases {
+		l.lose()
+	}
+	s.leases = map[WorkspaceID]*lease{}
+	s.mu.Unlock()
+	return s.db.Close()
+}
+
+// migrate creates the buckets of a new file, upgrades schema 1, and refuses a newer file.
+func (s *Bolt) migrate() error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
+		if err != nil {
+			return err
+		}
+		have := 0
+		if v := meta.Get(keySchema); v != nil {
+			if _, err := fmt.Sscan(string(v), &have); err != nil {
+				return fmt.Errorf("schema version %q is not a number", v)
+			}
+		}
+		if have > SchemaVersion {
+			return fmt.Errorf("data file has schema version %d, this atelier reads up to %d: upgrade atelier", have, SchemaVersion)
+		}
+		for _, b := range [][]byte{bucketUsers, bucketUsernames, bucketTokens, bucketAgents, bucketWorkspaces, bucketAccess, bucketWS, bucketCode, bucketBlueprints} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		if have == 1 {
+			if err := migrateV1(tx, s.now().UTC()); err != nil {
+				return fmt.Errorf("migrate schema 1 to 2: %w", err)
+			}
+		}
+		return meta.Put(keySchema, fmt.Appendf(nil, "%d", SchemaVersion))
+	})
+}
+
+func getJSON(b *bolt.Bucket, key []byte, v any) error {
+	data := b.Get(key)
+	if data == nil {
+		return ErrNotFound
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("corrupt record %s: %w", key, err)
+	}
+	return nil
+}
+
+func putJSON(b *bolt.Bucket, key []byte, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return b.Put(key, data)
+}
+
+// forEachJSON decodes every value of b into a new T and calls fn.
+func forEachJSON[T any](b *bolt.Bucket, fn func(T) error) error {
+	return b.ForEach(func(k, v []byte) error {
+		var x T
+		if err := json.Unmarshal(v, &x); err != nil {
+			return fmt.Errorf("corrupt record %s: %w", k, err)
+		}
+		return fn(x)
+	})
+}
+
+// Code implements Store.
+func (s *Bolt) Code(_ context.Context, sha string) ([]byte, error) {
+	var code []byte
+	err := s.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketCode).Get([]byte(sha))
+		if c == nil {
+			return fmt.Errorf("code %s: %w", sha, ErrNotFound)
+		}
+		code = bytes.Clone(c)
+		return nil
+	})
+	return code, err
+}
