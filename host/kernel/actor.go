@@ -14,28 +14,43 @@ import (
 	"atelier/host/store"
 )
 
-// actor is a gadget's live side: its compiled current version and the slot holding its one
-// instance. Calls run one at a time (mu); each is one transaction over the gadget's state.
+// actor is a gadget's live side: its compiled current version (shared with every gadget
+// running the same code) and the slot holding its one instance. Calls run in the instance one
+// at a time (the turn); each is one transaction over the gadget's state.
+//
+// Output gate: a call hands its writes to the actor's commit chain and gives up the turn at
+// once, so the next call runs while the commit is being written (and shares its fsync with
+// others); the next call's reads see the writes through txKV's overlay. A call's reply and
+// events are held until its own commit, or the latest commit before it when it wrote
+// nothing, is durable. When a commit fails, every call holding a reply behind it fails too and
+// the actor is reset: its instance and overlay are dropped and the next call starts afresh
+// from the store.
 type actor struct {
 	ov *overseer
 	id store.GadgetID
 
 	ready   chan struct{} // closed once comp/slot or loadErr is set
+	sha     string        // the code's hash, whose shared component comp is
 	comp    *runtime.Component
 	slot    *runtime.Slot
 	loadErr error
 
 	lastUsed atomic.Int64 // unix nanoseconds
+	binds    bool         // the gadget may call bindings: calls carry the call chain
+	topics   actorTopics
 
-	turn    chan struct{} // a token held for a whole call; guards closed, kv and pending
+	turn    chan struct{} // a token held while a call runs; guards everything below
 	closed  bool
 	kv      *txKV
 	pending []events.Event
+	chain   store.CommitChain
+	seq     uint64         // number of commits submitted to chain
+	gate    *store.Pending // the latest submitted commit (nil: none yet)
+	evTurn  chan struct{}  // closed once the latest call with events has published them
 }
 
 // actor returns the live actor of gadget id, loading it on first use.
 func (ov *overseer) actor(ctx context.Context, id store.GadgetID) (*actor, error) {
-	ov.touch()
 	ov.mu.RLock()
 	a, stopped := ov.actors[id], ov.stopped
 	ov.mu.RUnlock()
@@ -76,7 +91,8 @@ func (ov *overseer) newActor(ctx context.Context, id store.GadgetID) (*actor, er
 		ov.mu.Unlock()
 		return nil, fail(CodeNotFound, "the gadget was deleted")
 	}
-	a := &actor{ov: ov, id: id, ready: make(chan struct{}), turn: make(chan struct{}, 1)}
+	a := &actor{ov: ov, id: id, ready: make(chan struct{}), turn: make(chan struct{}, 1), binds: slices.Contains(g.Grants, BindingsGrant),
+		topics: actorTopics{events: eventsTopic(ov.id, id), console: consoleTopic(ov.id, ""), gadgetConsole: consoleTopic(ov.id, id)}}
 	a.lastUsed.Store(time.Now().UnixNano())
 	ov.actors[id] = a
 	ov.mu.Unlock()
@@ -84,7 +100,7 @@ func (ov *overseer) newActor(ctx context.Context, id store.GadgetID) (*actor, er
 	return a, nil
 }
 
-// load compiles the gadget's current version and prepares its slot.
+// load gets the shared component of the gadget's current version and prepares its slot.
 func (a *actor) load(ctx context.Context, g store.Gadget) {
 	defer close(a.ready)
 	k := a.ov.k
@@ -93,18 +109,19 @@ func (a *actor) load(ctx context.Context, g store.Gadget) {
 		a.loadErr = fail(CodeInternal, "gadget %s has no current version %d", g.Name, g.Current)
 		return
 	}
-	code, err := k.st.Code(ctx, v.SHA256)
+	used, err := a.ov.ws.Usage(g.ID)
 	if err != nil {
 		a.loadErr = wrapErr(err, "load gadget %s", g.Name)
 		return
 	}
-	comp, err := k.cfg.Runtime.Compile(ctx, code)
+	comp, err := k.code.acquire(ctx, v.SHA256)
 	if err != nil {
 		a.loadErr = wrapErr(err, "load gadget %s", g.Name)
 		return
 	}
-	a.kv = &txKV{ws: a.ov.ws, g: g.ID, pending: map[string][]byte{}}
-	a.comp = comp
+	a.sha, a.comp = v.SHA256, comp
+	a.kv = newTxKV(a.ov.ws, g.ID, k.cfg.GadgetQuota, used)
+	a.chain = a.ov.ws.Chain()
 	a.slot = k.cfg.Runtime.NewSlot(comp, runtime.InstanceConfig{
 		Name:    string(g.ID),
 		Grants:  grantSet(g.Grants),
@@ -118,10 +135,44 @@ func (a *actor) load(ctx context.Context, g store.Gadget) {
 	})
 }
 
-// call runs one call of export fn: the gadget's writes are committed before it returns, and
-// its events are delivered after that. A trap discards both; the next call gets a fresh
-// instance.
+// reply is a call's outcome, held at the output gate until the writes it may depend on are
+// durable.
+type reply struct {
+	a      *actor
+	res    any
+	err    error
+	gate   *store.Pending // nil: nothing to wait for
+	seq    uint64         // the commit gate is, when the call made it (0: another call's)
+	evs    []events.Event
+	evPrev chan struct{} // closed once the previous call's events are out
+	evDone chan struct{} // closed once this call's events are out
+}
+
+// held reports whether the reply must wait for a commit.
+func (r *reply) held() bool {
+	if r.gate == nil {
+		return false
+	}
+	select {
+	case <-r.gate.Done():
+		return false
+	default:
+		return true
+	}
+}
+
+// call runs one call of export fn and returns its result once the output gate lets it go.
 func (a *actor) call(ctx context.Context, fn string, args []any) (any, error) {
+	r, err := a.run(ctx, fn, args)
+	if err != nil {
+		return nil, err
+	}
+	return r.wait()
+}
+
+// run runs one call of export fn in the instance, submits its writes and returns its held
+// reply. A trap discards the call's writes and events; the next call gets a fresh instance.
+func (a *actor) run(ctx context.Context, fn string, args []any) (*reply, error) {
 	if err := a.lock(ctx); err != nil {
 		return nil, err
 	}
@@ -129,38 +180,82 @@ func (a *actor) call(ctx context.Context, fn string, args []any) (any, error) {
 	if a.closed {
 		return nil, errStopped
 	}
-	a.lastUsed.Store(time.Now().UnixNano())
-	a.ov.touch()
-	defer a.lastUsed.Store(time.Now().UnixNano())
-	res, err := a.slot.Call(withCaller(ctx, a.id), fn, args...)
+	now := time.Now().UnixNano()
+	a.ov.lastUsed.Store(now)
+	if a.binds {
+		ctx = withCaller(ctx, a.id)
+	}
+	res, err := a.slot.Call(ctx, fn, args...)
+	a.lastUsed.Store(now)
+	r := &reply{a: a, res: res, err: err, gate: a.gate}
 	var trap *runtime.TrapError
 	if errors.As(err, &trap) {
 		a.kv.discard()
 		a.pending = nil
-		return nil, err
+		return r, nil
 	}
-	if muts := a.kv.take(); len(muts) > 0 {
-		if cerr := a.ov.ws.Commit(ctx, muts); cerr != nil {
-			// The instance's memory may reflect writes that did not happen: drop it.
-			a.pending = nil
-			_ = a.slot.Close()
-			a.closed = true
-			a.ov.dropActor(a)
-			if errors.Is(cerr, store.ErrFenced) {
-				go a.ov.stop()
+	if muts := a.kv.take(a.seq + 1); len(muts) > 0 {
+		a.seq++
+		a.gate = a.chain.Submit(muts)
+		r.gate, r.seq = a.gate, a.seq
+	}
+	if len(a.pending) > 0 {
+		r.evs, a.pending = a.pending, nil
+		r.evPrev, r.evDone = a.evTurn, make(chan struct{})
+		a.evTurn = r.evDone
+	}
+	return r, nil
+}
+
+// wait holds the reply until its gate's commit is durable, then publishes the call's events
+// (in call order) and returns the result. When the commit failed, the actor is reset and the
+// call fails.
+func (r *reply) wait() (any, error) {
+	if r.gate != nil {
+		if err := r.gate.Wait(); err != nil {
+			if r.evDone != nil {
+				close(r.evDone)
 			}
-			return nil, wrapErr(cerr, "save the gadget's state")
+			r.a.reset(err)
+			return nil, wrapErr(err, "save the gadget's state")
+		}
+		if r.seq != 0 {
+			r.a.kv.landed(r.seq)
 		}
 	}
-	evs := a.pending
-	a.pending = nil
+	if r.evDone != nil {
+		if r.evPrev != nil {
+			<-r.evPrev
+		}
+		r.a.publish(r.evs)
+		close(r.evDone)
+	}
+	return r.res, r.err
+}
+
+// publish delivers a call's events to the gadget's subscribers.
+func (a *actor) publish(evs []events.Event) {
 	for _, ev := range evs {
 		var payload any
 		if json.Unmarshal(ev.Payload, &payload) == nil { // validated by the capability
-			a.ov.k.hub.publish(eventsTopic(a.ov.id, a.id), map[string]any{"topic": ev.Topic, "payload": payload})
+			a.ov.k.hub.publish(a.topics.events, map[string]any{"topic": ev.Topic, "payload": payload})
 		}
 	}
-	return res, err
+}
+
+// reset stops the actor after a failed commit, so that no call runs on state the store does
+// not have: the next call loads a fresh actor. A fenced lease stops the whole workspace.
+func (a *actor) reset(cause error) {
+	a.turn <- struct{}{}
+	if a.closed {
+		a.unlock()
+		return
+	}
+	a.ov.dropActor(a)
+	a.closeLocked()
+	if errors.Is(cause, store.ErrFenced) {
+		go a.ov.stop()
+	}
 }
 
 // lock waits for the actor's turn (or ctx: a call through a binding must not wait forever).
@@ -185,21 +280,47 @@ func (a *actor) tryLock() bool {
 
 func (a *actor) unlock() { <-a.turn }
 
-// retire waits for the call in flight, then stops the actor.
+// loaded reports whether the actor finished loading.
+func (a *actor) loaded() bool {
+	select {
+	case <-a.ready:
+		return true
+	default:
+		return false
+	}
+}
+
+// settled reports whether the actor's last commit has landed; the caller holds the turn.
+func (a *actor) settled() bool {
+	if a.gate == nil {
+		return true
+	}
+	select {
+	case <-a.gate.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// retire waits for the call in flight and the last commit, then stops the actor.
 func (a *actor) retire() {
 	<-a.ready
 	a.turn <- struct{}{}
+	if a.gate != nil {
+		_ = a.gate.Wait() // a failure resets the actor through the call that waits for it
+	}
 	a.closeLocked()
 }
 
 // closeLocked stops the actor; the caller holds its turn, which is released.
 func (a *actor) closeLocked() {
+	if !a.closed && a.slot != nil {
+		_ = a.slot.Close()
+		a.ov.k.code.release(a.sha)
+	}
 	a.closed = true
 	a.unlock()
-	if a.slot != nil {
-		_ = a.slot.Close()
-		a.comp.Close()
-	}
 }
 
 // dropActor unregisters a (if still registered).
@@ -222,15 +343,22 @@ func (ov *overseer) retireActor(id store.GadgetID) {
 	}
 }
 
-// console sends a console line to the workspace's and the gadget's log subscribers.
+// actorTopics are the hub topics an actor publishes on.
+type actorTopics struct{ events, console, gadgetConsole string }
+
+// console sends a console line to the workspace's and the gadget's log subscribers, if any.
 func (a *actor) console(l runtime.ConsoleLine) {
+	h := a.ov.k.hub
+	if !h.watched(a.topics.console) && !h.watched(a.topics.gadgetConsole) {
+		return
+	}
 	name := string(a.id)
 	if g, err := a.ov.gadget(a.id); err == nil {
 		name = g.Name
 	}
 	line := map[string]any{"gadget": name, "stream": l.Stream, "level": l.Level, "text": l.Text, "time": time.Now().UTC()}
-	a.ov.k.hub.publish(consoleTopic(a.ov.id, ""), line)
-	a.ov.k.hub.publish(consoleTopic(a.ov.id, a.id), line)
+	h.publish(a.topics.console, line)
+	h.publish(a.topics.gadgetConsole, line)
 }
 
 // publisher buffers a gadget's events until its call commits.

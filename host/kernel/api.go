@@ -41,6 +41,10 @@ func (p *Public) Signup(ctx context.Context, username, password string) (string,
 	if err := validPassword(password); err != nil {
 		return "", err
 	}
+	at, err := k.guards.begin(ctx, "signup", "")
+	if err != nil {
+		return "", err
+	}
 	pw, err := k.hashPassword(password)
 	if err != nil {
 		return "", err
@@ -48,6 +52,7 @@ func (p *Public) Signup(ctx context.Context, username, password string) (string,
 	u := store.User{ID: store.NewID("u"), Name: username, Password: pw, Created: time.Now().UTC()}
 	if err := k.st.CreateUser(ctx, u); err != nil {
 		if errors.Is(err, store.ErrConflict) {
+			at.failed() // probing for names
 			return "", fail(CodeConflict, "signup: username %q is taken; pick another", username)
 		}
 		return "", wrapErr(err, "signup")
@@ -58,20 +63,34 @@ func (p *Public) Signup(ctx context.Context, username, password string) (string,
 // Login checks a password and returns a new session token.
 func (p *Public) Login(ctx context.Context, username, password string) (string, error) {
 	k := p.k
+	at, err := k.guards.begin(ctx, "login", username)
+	if err != nil {
+		return "", err
+	}
 	u, err := k.st.UserByName(ctx, username)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return "", wrapErr(err, "login")
 	}
 	if !k.verifyPassword(u.Password, password) || err != nil {
+		at.failed()
 		return "", fail(CodeUnauthorized, "login: wrong username or password")
 	}
+	at.succeeded()
 	return k.newSession(ctx, u.ID)
 }
 
 // Authenticate returns the authenticated API for a session, agent or admin token.
 func (p *Public) Authenticate(ctx context.Context, token string) (*Authed, error) {
+	at, err := p.k.guards.begin(ctx, "authenticate", "")
+	if err != nil {
+		return nil, err
+	}
 	pr, err := p.k.authenticate(ctx, token)
 	if err != nil {
+		var ke *Error
+		if errors.As(err, &ke) && ke.Code == CodeUnauthorized {
+			at.failed()
+		}
 		return nil, err
 	}
 	return &Authed{k: p.k, p: pr}, nil

@@ -42,11 +42,16 @@ func (a *Authed) ChangePassword(ctx context.Context, old, new string) error {
 	if err := a.userOnly("changePassword"); err != nil {
 		return err
 	}
+	at, err := a.k.guards.begin(ctx, "change password", a.p.username)
+	if err != nil {
+		return err
+	}
 	u, err := a.k.st.User(ctx, a.p.userID)
 	if err != nil {
 		return wrapErr(err, "change password")
 	}
 	if len(u.Password) == 0 && old != "" || len(u.Password) > 0 && !a.k.verifyPassword(u.Password, old) {
+		at.failed()
 		return fail(CodeUnauthorized, "change password: the old password is wrong")
 	}
 	if err := validPassword(new); err != nil {
@@ -221,6 +226,6 @@ func (a *Authed) RevokeAgent(ctx context.Context, id string) error {
 	if err := a.k.st.DeleteAgent(ctx, id); err != nil {
 		return wrapErr(err, "revoke agent")
 	}
-	a.k.revocationOf(ag.TokenHash).set()
+	a.k.revocations.Add(1)
 	return nil
 }

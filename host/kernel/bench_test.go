@@ -15,7 +15,7 @@ import (
 // BenchmarkDirectIncrement is the baseline: counter-go's increment (one kv write) called on a
 // runtime instance with an in-memory kv store.
 func BenchmarkDirectIncrement(b *testing.B) {
-	rt, err := runtime.New(runtime.Config{CacheDir: b.TempDir(), Interfaces: kernel.HostInterfaces(nil)})
+	rt, err := runtime.New(runtime.Config{CacheDir: cacheDir, Interfaces: kernel.HostInterfaces(nil)})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -57,5 +57,8 @@ func (b bindingCaller) CallBinding(ctx context.Context, name, method string, arg
 	if !ok {
 		return nil, fail(CodeNotFound, "the gadget bound as %q has no exported function %q", name, method)
 	}
-	return a.call(ctx, fn, args)
+	if err := fn.checkArity(method, args); err != nil {
+		return nil, err
+	}
+	return a.call(ctx, fn.name, args)
 }

@@ -36,7 +36,9 @@ func (g *Gadget) enter(ctx context.Context, need store.Role, what string, fn fun
 		if err := g.w.p.checkGadget(g.w.id, rec.Name); err != nil {
 			return err
 		}
-		g.id = rec.ID // calls on one target run one at a time: no race
+		if g.id == "" {
+			g.id = rec.ID // calls on an unresolved target run one at a time: no race
+		}
 		return fn(ov, rec)
 	})
 }
@@ -127,7 +129,7 @@ func (g *Gadget) subscribe(ctx context.Context, need store.Role, what string, to
 	var sub *Subscription
 	err := g.enter(ctx, need, what, func(_ *overseer, rec store.Gadget) error {
 		var err error
-		sub, err = g.w.subscribe(ctx, need, what, topic(g.w.id, rec.ID), rec.Name, cb)
+		sub, err = g.w.subscribe(ctx, need, what, topic(g.w.id, rec.ID), rec, cb)
 		return err
 	})
 	return sub, err
@@ -152,21 +154,39 @@ func (g *Gadget) Connect(ctx context.Context) (*Connection, error) {
 // the gadget's actor.
 type Connection struct {
 	g     *Gadget
-	funcs map[string]string // RPC method name -> export name the runtime calls
+	funcs map[string]exportFunc // RPC method name -> the export
 	// ifaces maps an exported interface's property name to its functions.
 	ifaces map[string]*Connection
+}
+
+// exportFunc is an exported function: the name the runtime calls it by, and its type.
+type exportFunc struct {
+	name string
+	ft   *wit.FuncType
+}
+
+// checkArity refuses a call with the wrong number of arguments before it reaches the runtime.
+func (f exportFunc) checkArity(method string, args []any) error {
+	if want := len(f.ft.Params); len(args) != want {
+		noun := "arguments"
+		if want == 1 {
+			noun = "argument"
+		}
+		return fail(CodeInvalidArgument, "%s takes %d %s (%s), got %d", method, want, noun, f.ft, len(args))
+	}
+	return nil
 }
 
 var _ capnweb.DynamicTarget = (*Connection)(nil)
 
 func newConnection(g *Gadget, items []wit.Item, iface string) *Connection {
-	c := &Connection{g: g, funcs: map[string]string{}, ifaces: map[string]*Connection{}}
+	c := &Connection{g: g, funcs: map[string]exportFunc{}, ifaces: map[string]*Connection{}}
 	for _, it := range items {
 		switch {
 		case it.Kind == wit.ItemFunc && iface == "":
-			c.funcs[camelCase(it.Name)] = it.Name
+			c.funcs[camelCase(it.Name)] = exportFunc{it.Name, it.Func}
 		case it.Kind == wit.ItemFunc:
-			c.funcs[camelCase(it.Name)] = iface + "#" + it.Name
+			c.funcs[camelCase(it.Name)] = exportFunc{iface + "#" + it.Name, it.Func}
 		case it.Kind == wit.ItemInstance && iface == "":
 			c.ifaces[camelCase(it.Name)] = newConnection(g, it.Exports, it.Name)
 		}
@@ -174,18 +194,18 @@ func newConnection(g *Gadget, items []wit.Item, iface string) *Connection {
 	return c
 }
 
-// exportNames maps the RPC names of a component's exports to the names the runtime calls
-// them by: "fn" at top level, "iface.fn" inside an exported interface.
-func exportNames(items []wit.Item) map[string]string {
-	out := map[string]string{}
+// exportNames maps the RPC names of a component's exports to the functions: "fn" at top
+// level, "iface.fn" inside an exported interface.
+func exportNames(items []wit.Item) map[string]exportFunc {
+	out := map[string]exportFunc{}
 	for _, it := range items {
 		switch it.Kind {
 		case wit.ItemFunc:
-			out[camelCase(it.Name)] = it.Name
+			out[camelCase(it.Name)] = exportFunc{it.Name, it.Func}
 		case wit.ItemInstance:
 			for _, f := range it.Exports {
 				if f.Kind == wit.ItemFunc {
-					out[camelCase(it.Name)+"."+camelCase(f.Name)] = it.Name + "#" + f.Name
+					out[camelCase(it.Name)+"."+camelCase(f.Name)] = exportFunc{it.Name + "#" + f.Name, f.Func}
 				}
 			}
 		}
@@ -193,25 +213,35 @@ func exportNames(items []wit.Item) map[string]string {
 	return out
 }
 
-// CallMethod implements capnweb.DynamicTarget.
+// CallMethod implements capnweb.DynamicTarget. Once the call has run in the instance, the
+// next call on this connection may start while this one's reply waits at the output gate.
 func (c *Connection) CallMethod(ctx context.Context, method string, args []any) (any, error) {
 	fn, ok := c.funcs[method]
 	if !ok {
 		return nil, &capnweb.Error{Name: "TypeError", Message: "gadget " + c.g.name + ` has no exported function "` + method + `"`, Props: map[string]any{"code": string(CodeNotFound)}}
 	}
-	var res any
+	if err := fn.checkArity(method, args); err != nil {
+		return nil, wrapErr(err, "gadget %s", c.g.name)
+	}
+	var r *reply
 	err := c.g.enter(ctx, store.RoleUse, "call", func(ov *overseer, rec store.Gadget) error {
 		a, err := ov.actor(ctx, rec.ID)
 		if err != nil {
 			return err
 		}
-		res, err = a.call(ctx, fn, args)
+		r, err = a.run(ctx, fn.name, args)
 		return err
 	})
-	if err != nil {
-		return nil, wrapErr(err, "gadget %s: %s", c.g.name, method)
+	if err == nil {
+		if r.held() {
+			capnweb.Unblock(ctx)
+		}
+		var res any
+		if res, err = r.wait(); err == nil {
+			return res, nil
+		}
 	}
-	return res, nil
+	return nil, wrapErr(err, "gadget %s: %s", c.g.name, method)
 }
 
 // GetProperty implements capnweb.DynamicTarget: exported interfaces are properties.

@@ -34,7 +34,7 @@ const deliveryTimeout = 30 * time.Second
 type hub struct {
 	log *slog.Logger
 
-	mu     sync.Mutex // guards topics and closed
+	mu     sync.RWMutex // guards topics and closed
 	topics map[string]map[*Subscription]struct{}
 	closed bool
 }
@@ -49,6 +49,8 @@ type Subscription struct {
 	capnweb.Target
 	h       *hub
 	topic   string
+	ws      store.WorkspaceID
+	gadget  store.GadgetID // "" for workspace-wide topics
 	cb      *capnweb.Stub
 	allowed func() error
 	queue   chan any
@@ -57,13 +59,13 @@ type Subscription struct {
 	unwatch func()
 }
 
-// subscribe registers cb (which it Dups) on topic. allowed is checked before every delivery;
-// when it fails the subscription ends.
-func (h *hub) subscribe(topic string, cb *capnweb.Stub, allowed func() error) (*Subscription, error) {
+// subscribe registers cb (which it Dups) on topic, a topic of workspace ws and (unless "")
+// gadget. allowed is checked before every delivery; when it fails the subscription ends.
+func (h *hub) subscribe(topic string, ws store.WorkspaceID, gadget store.GadgetID, cb *capnweb.Stub, allowed func() error) (*Subscription, error) {
 	if cb == nil {
 		return nil, fail(CodeInvalidArgument, "subscribe: pass a callback function")
 	}
-	s := &Subscription{h: h, topic: topic, cb: cb.Dup(), allowed: allowed, queue: make(chan any, subscriptionQueue), done: make(chan struct{})}
+	s := &Subscription{h: h, topic: topic, ws: ws, gadget: gadget, cb: cb.Dup(), allowed: allowed, queue: make(chan any, subscriptionQueue), done: make(chan struct{})}
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
@@ -80,14 +82,22 @@ func (h *hub) subscribe(topic string, cb *capnweb.Stub, allowed func() error) (*
 	return s, nil
 }
 
+// watched reports whether topic has subscribers (so that a publisher may skip building values
+// nobody reads).
+func (h *hub) watched(topic string) bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return len(h.topics[topic]) > 0
+}
+
 // publish queues v for every subscriber of topic; a full queue drops v for that subscriber.
 func (h *hub) publish(topic string, v any) {
-	h.mu.Lock()
+	h.mu.RLock()
 	subs := make([]*Subscription, 0, len(h.topics[topic]))
 	for s := range h.topics[topic] {
 		subs = append(subs, s)
 	}
-	h.mu.Unlock()
+	h.mu.RUnlock()
 	for _, s := range subs {
 		select {
 		case s.queue <- v:
@@ -101,14 +111,27 @@ func (h *hub) publish(topic string, v any) {
 func (h *hub) close() {
 	h.mu.Lock()
 	h.closed = true
-	var all []*Subscription
+	h.mu.Unlock()
+	h.cancelWhere(func(*Subscription) bool { return true })
+}
+
+// cancelGone ends the subscriptions of a deleted workspace (gadget ""), or of a deleted gadget.
+func (h *hub) cancelGone(ws store.WorkspaceID, gadget store.GadgetID) {
+	h.cancelWhere(func(s *Subscription) bool { return s.ws == ws && (gadget == "" || s.gadget == gadget) })
+}
+
+func (h *hub) cancelWhere(match func(*Subscription) bool) {
+	h.mu.Lock()
+	var gone []*Subscription
 	for _, subs := range h.topics {
 		for s := range subs {
-			all = append(all, s)
+			if match(s) {
+				gone = append(gone, s)
+			}
 		}
 	}
 	h.mu.Unlock()
-	for _, s := range all {
+	for _, s := range gone {
 		s.Cancel()
 	}
 }
@@ -158,8 +181,8 @@ func (s *Subscription) Dispose() { go s.Cancel() }
 
 // count returns the number of live subscriptions.
 func (h *hub) count() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.mu.RLock()
+	defer h.mu.RUnlock()
 	n := 0
 	for _, subs := range h.topics {
 		n += len(subs)

@@ -4,11 +4,19 @@
 // calls one at a time in arrival order, a trapped instance replaced on the next call with its
 // state intact), and serves all of it over Cap'n Web (see NewPublic and docs/api.md).
 //
-// Every gadget call is one transaction: the kv writes it makes are buffered (reads see them),
-// committed with one WorkspaceStore.Commit after the call returns and before its reply is
-// released, and discarded if the call traps. Events it publishes are delivered after that
-// commit. Idle gadget instances are evicted and idle overseers stop, so an idle gadget costs
-// no memory beyond its record in the store.
+// Every gadget call is one transaction: the kv writes it makes are buffered (reads see them)
+// and submitted as one commit to the actor's CommitChain when the call returns, or discarded
+// if the call traps. Output gate (as in Durable Objects): the next call may run while that
+// commit is being written, reading the earlier call's writes from an overlay, but a call's
+// reply and events are released only once its commit (or, when it wrote nothing, the latest
+// commit before it) is durable; when a commit fails, the replies held behind it fail and the
+// actor restarts from the store. So concurrent calls share fsyncs (group commit) and a gadget
+// is not limited to one call per disk flush. Each gadget's stored bytes are bounded by
+// Config.GadgetQuota.
+//
+// Idle gadget instances are evicted and idle overseers stop; compiled components are shared
+// by code hash and closed with their last actor, so an idle gadget costs no memory beyond its
+// record in the store.
 package kernel
 
 import (
@@ -16,6 +24,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"atelier/host/auth"
@@ -53,6 +62,11 @@ type Config struct {
 	WorkspaceIdle time.Duration
 	// MaxCode is the largest component accepted (32 MiB).
 	MaxCode int
+	// GadgetQuota bounds each gadget's stored bytes (keys plus values, 64 MiB); a write past
+	// it fails with kv's quota-exceeded.
+	GadgetQuota int64
+	// Now is the clock of the login rate limits (time.Now).
+	Now func() time.Time
 }
 
 func (c Config) withDefaults() Config {
@@ -74,19 +88,30 @@ func (c Config) withDefaults() Config {
 	if c.MaxCode <= 0 {
 		c.MaxCode = 32 << 20
 	}
+	if c.GadgetQuota <= 0 {
+		c.GadgetQuota = 64 << 20
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
 	return c
 }
 
 // Kernel is the core of one server. It is safe for concurrent use.
 type Kernel struct {
-	cfg Config
-	log *slog.Logger
-	st  store.Store
-	hub *hub
+	cfg    Config
+	log    *slog.Logger
+	st     store.Store
+	hub    *hub
+	code   *codeCache
+	guards guards
 
-	mu        sync.Mutex // guards overseers, revoked and closed
+	// revocations counts token revocations: a session re-checks its token in the store when
+	// the count moved since it last did.
+	revocations atomic.Uint64
+
+	mu        sync.RWMutex // guards overseers and closed
 	overseers map[store.WorkspaceID]*overseer
-	revoked   map[string]*revocation // token hash -> flag shared by its live sessions
 	closed    bool
 }
 
@@ -94,8 +119,8 @@ type Kernel struct {
 func New(cfg Config) *Kernel {
 	cfg = cfg.withDefaults()
 	return &Kernel{
-		cfg: cfg, log: cfg.Logger, st: cfg.Store, hub: newHub(cfg.Logger),
-		overseers: map[store.WorkspaceID]*overseer{}, revoked: map[string]*revocation{},
+		cfg: cfg, log: cfg.Logger, st: cfg.Store, hub: newHub(cfg.Logger), code: newCodeCache(cfg.Runtime, cfg.Store),
+		guards: newGuards(cfg.Now), overseers: map[store.WorkspaceID]*overseer{},
 	}
 }
 
@@ -157,6 +182,15 @@ func (k *Kernel) Close() error {
 // overseer returns the running overseer of workspace id, starting one (under a new lease) if
 // none runs.
 func (k *Kernel) overseer(ctx context.Context, id store.WorkspaceID) (*overseer, error) {
+	k.mu.RLock()
+	ov, closed := k.overseers[id], k.closed
+	k.mu.RUnlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	if ov != nil {
+		return ov, nil
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.closed {
@@ -197,42 +231,12 @@ func (k *Kernel) withOverseer(ctx context.Context, id store.WorkspaceID, fn func
 	return fail(CodeInternal, "workspace %s keeps stopping; try again", id)
 }
 
-// revocation is shared by every live session authenticated with one token.
-type revocation struct {
-	mu      sync.Mutex
-	revoked bool
-}
-
-func (r *revocation) set() {
-	r.mu.Lock()
-	r.revoked = true
-	r.mu.Unlock()
-}
-
-func (r *revocation) isSet() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.revoked
-}
-
-// revocationOf returns the flag of token hash.
-func (k *Kernel) revocationOf(hash string) *revocation {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	r := k.revoked[hash]
-	if r == nil {
-		r = &revocation{}
-		k.revoked[hash] = r
-	}
-	return r
-}
-
-// revokeToken deletes a token and cuts the sessions that use it.
+// revokeToken deletes a token; the sessions that use it fail from their next call.
 func (k *Kernel) revokeToken(ctx context.Context, hash string) error {
 	if err := k.st.DeleteToken(ctx, hash); err != nil {
 		return wrapErr(err, "revoke token")
 	}
-	k.revocationOf(hash).set()
+	k.revocations.Add(1)
 	return nil
 }
 
@@ -244,6 +248,8 @@ type Stats struct {
 	Actors int
 	// Subscriptions is the number of live subscriptions.
 	Subscriptions int
+	// Components is the number of compiled components held (shared by code hash).
+	Components int
 }
 
 // Stats returns the current counts.
@@ -254,7 +260,7 @@ func (k *Kernel) Stats() Stats {
 		ovs = append(ovs, ov)
 	}
 	k.mu.Unlock()
-	st := Stats{Workspaces: len(ovs), Subscriptions: k.hub.count()}
+	st := Stats{Workspaces: len(ovs), Subscriptions: k.hub.count(), Components: k.code.count()}
 	for _, ov := range ovs {
 		ov.mu.RLock()
 		st.Actors += len(ov.actors)

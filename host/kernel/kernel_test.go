@@ -29,9 +29,20 @@ var (
 	todoGrants    = []string{"atelier:host/kv", "atelier:host/log", "atelier:host/events"}
 )
 
+// cacheDir holds the compiled-component cache shared by this run's servers, so that each
+// guest is compiled once per run.
+var cacheDir string
+
 func TestMain(m *testing.M) {
 	os.Unsetenv("RUST_BACKTRACE")
-	os.Exit(m.Run())
+	dir, err := os.MkdirTemp("", "atelier-kernel-cache-")
+	if err != nil {
+		panic(err)
+	}
+	cacheDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 // server is a kernel over a real bbolt file, served over a real WebSocket.
@@ -51,7 +62,7 @@ func startServer(t *testing.T, dataFile string, opts ...option) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := runtime.New(runtime.Config{CacheDir: filepath.Join(filepath.Dir(dataFile), "cache"), Interfaces: kernel.HostInterfaces(nil)})
+	rt, err := runtime.New(runtime.Config{CacheDir: cacheDir, Interfaces: kernel.HostInterfaces(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}

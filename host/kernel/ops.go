@@ -254,12 +254,17 @@ func (ov *overseer) deleteGadget(ctx context.Context, p *principal, id store.Gad
 			}
 		}
 		ov.mu.RUnlock()
-		if err := ov.commit(ctx, muts...); err != nil {
-			return err
-		}
-		ov.retireActor(id)
+		// Unlist the gadget and stop its actor first (its last commit lands), so that no
+		// write of it can follow the deletion.
 		ov.mu.Lock()
 		delete(ov.gadgets, id)
+		ov.mu.Unlock()
+		ov.retireActor(id)
+		if err := ov.commit(ctx, muts...); err != nil {
+			ov.setGadget(g)
+			return err
+		}
+		ov.mu.Lock()
 		for _, o := range rebound {
 			ov.gadgets[o.ID] = o
 		}
@@ -269,6 +274,7 @@ func (ov *overseer) deleteGadget(ctx context.Context, p *principal, id store.Gad
 	if err != nil {
 		return wrapErr(err, "delete gadget")
 	}
+	ov.k.hub.cancelGone(ov.id, id)
 	ov.notifyGadget("removed", g)
 	return nil
 }

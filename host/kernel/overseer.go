@@ -132,10 +132,15 @@ func (ov *overseer) evictIdle() bool {
 	ov.mu.Lock()
 	var idle []*actor
 	for id, a := range ov.actors {
-		if now.Sub(time.Unix(0, a.lastUsed.Load())) >= ov.k.cfg.GadgetIdle && a.tryLock() {
-			delete(ov.actors, id)
-			idle = append(idle, a)
+		if now.Sub(time.Unix(0, a.lastUsed.Load())) < ov.k.cfg.GadgetIdle || !a.loaded() || !a.tryLock() {
+			continue
 		}
+		if !a.settled() { // a reply still waits for its commit: next time
+			a.unlock()
+			continue
+		}
+		delete(ov.actors, id)
+		idle = append(idle, a)
 	}
 	empty := len(ov.actors) == 0
 	ov.mu.Unlock()

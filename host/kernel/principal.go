@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"atelier/host/auth"
@@ -12,12 +13,16 @@ import (
 
 // principal is who a session authenticated as: a user, or an agent of a user.
 type principal struct {
+	k        *Kernel
 	userID   string
 	username string
 	agent    *store.Agent // nil for a user
 	expires  time.Time    // zero: never
 	hash     string       // the token's hash
-	revoked  *revocation
+	// checked is the kernel's revocation count when the token was last found in the store;
+	// revoked is set once it was not.
+	checked atomic.Uint64
+	revoked atomic.Bool
 }
 
 // authenticate turns a token into a principal. Every failure is UNAUTHORIZED.
@@ -26,6 +31,7 @@ func (k *Kernel) authenticate(ctx context.Context, token string) (*principal, er
 	if err != nil {
 		return nil, fail(CodeUnauthorized, "authenticate: %v", err)
 	}
+	gen := k.revocations.Load() // before the lookup: a revocation after it is seen later
 	t, err := k.st.Token(ctx, hash)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fail(CodeUnauthorized, "authenticate: unknown or revoked token; log in again")
@@ -42,7 +48,8 @@ func (k *Kernel) authenticate(ctx context.Context, token string) (*principal, er
 	if err != nil {
 		return nil, fail(CodeUnauthorized, "authenticate: the token's user no longer exists")
 	}
-	p := &principal{userID: u.ID, username: u.Name, expires: t.Expires, hash: hash, revoked: k.revocationOf(hash)}
+	p := &principal{k: k, userID: u.ID, username: u.Name, expires: t.Expires, hash: hash}
+	p.checked.Store(gen)
 	if t.AgentID != "" {
 		a, err := k.st.Agent(ctx, t.AgentID)
 		if err != nil {
@@ -53,9 +60,21 @@ func (k *Kernel) authenticate(ctx context.Context, token string) (*principal, er
 	return p, nil
 }
 
-// check refuses a principal whose token was revoked or expired since it authenticated.
+// check refuses a principal whose token was revoked or expired since it authenticated. It
+// costs an atomic load, and a store lookup once after each revocation in the kernel.
 func (p *principal) check() error {
-	if p.revoked.isSet() {
+	if gen := p.k.revocations.Load(); gen != p.checked.Load() && !p.revoked.Load() {
+		_, err := p.k.st.Token(context.Background(), p.hash)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			p.revoked.Store(true)
+		case err != nil:
+			return wrapErr(err, "check the session's token")
+		default:
+			p.checked.Store(gen)
+		}
+	}
+	if p.revoked.Load() {
 		return fail(CodeUnauthorized, "this session's token was revoked; log in again")
 	}
 	if !p.expires.IsZero() && time.Now().After(p.expires) {

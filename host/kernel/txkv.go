@@ -5,57 +5,157 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	"atelier/host/capability/kv"
 	"atelier/host/store"
 )
 
-// txKV is a gadget's kv.Store during calls: writes are buffered (reads see them) and become
-// one Commit after the call. It is used only under the actor's call lock.
+// txKV is a gadget's kv.Store. The writes of the running call are buffered (reads see them)
+// and become one commit when the call ends. Behind the output gate, the next call may start
+// before that commit is durable: the writes of submitted commits stay in an overlay, which
+// reads see before the store, until their commit lands. It also enforces the gadget's storage
+// quota on the bytes of keys plus values.
+//
+// Everything but the overlay is used only under the actor's turn.
 type txKV struct {
-	ws      store.WorkspaceStore
-	g       store.GadgetID
-	pending map[string][]byte // key -> value; nil value: deleted
+	ws    store.WorkspaceStore
+	g     store.GadgetID
+	quota int64
+
+	pending map[string][]byte // this call's writes: key -> value; nil value: deleted
+	sizes   map[string]int    // key -> size of its value before this call (-1: absent), for keys this call looked at
+	used    int64             // storage use including every accepted write
+	before  int64             // used when this call began
+
+	mu      sync.Mutex // guards overlay
+	overlay map[string]overlaid
+}
+
+// overlaid is a write whose commit (seq) is not known to be durable yet.
+type overlaid struct {
+	val []byte // nil: deleted
+	seq uint64
 }
 
 var _ kv.Store = (*txKV)(nil)
+
+func newTxKV(ws store.WorkspaceStore, g store.GadgetID, quota, used int64) *txKV {
+	return &txKV{ws: ws, g: g, quota: quota, used: used, before: used,
+		pending: map[string][]byte{}, sizes: map[string]int{}, overlay: map[string]overlaid{}}
+}
+
+// visible returns the value key has before this call's writes: the overlay's, else the store's.
+func (t *txKV) visible(key string) ([]byte, bool, error) {
+	t.mu.Lock()
+	o, ok := t.overlay[key]
+	t.mu.Unlock()
+	if ok {
+		return o.val, o.val != nil, nil
+	}
+	// A key missing from the overlay has no write in flight: the store has its latest value.
+	v, ok, err := t.ws.Get(t.g, []byte(key))
+	if err == nil {
+		t.sizes[key] = valueSize(v, ok)
+	}
+	return v, ok, err
+}
+
+func valueSize(v []byte, ok bool) int {
+	if !ok {
+		return -1
+	}
+	return len(v)
+}
 
 // Get implements kv.Store.
 func (t *txKV) Get(_ context.Context, key string) ([]byte, bool, error) {
 	if v, ok := t.pending[key]; ok {
 		return slices.Clone(v), v != nil, nil
 	}
-	return t.ws.Get(t.g, []byte(key))
+	v, ok, err := t.visible(key)
+	return slices.Clone(v), ok, err
+}
+
+// sizeOf returns the size of key's current value (-1: absent).
+func (t *txKV) sizeOf(key string) (int, error) {
+	if v, ok := t.pending[key]; ok {
+		return valueSize(v, v != nil), nil
+	}
+	if n, ok := t.sizes[key]; ok {
+		return n, nil
+	}
+	v, ok, err := t.visible(key)
+	n := valueSize(v, ok)
+	t.sizes[key] = n
+	return n, err
+}
+
+// entrySize is what an entry counts against the quota.
+func entrySize(key string, size int) int64 {
+	if size < 0 {
+		return 0
+	}
+	return int64(len(key) + size)
 }
 
 // Set implements kv.Store.
-func (t *txKV) Set(_ context.Context, key string, value []byte) error {
-	t.pending[key] = append([]byte{}, value...) // never nil: nil marks a deletion
-	return nil
+func (t *txKV) Set(ctx context.Context, key string, value []byte) error {
+	return t.Batch(ctx, []kv.Op{{Key: key, Value: value}})
 }
 
 // Delete implements kv.Store.
-func (t *txKV) Delete(_ context.Context, key string) error {
-	t.pending[key] = nil
-	return nil
+func (t *txKV) Delete(ctx context.Context, key string) error {
+	return t.Batch(ctx, []kv.Op{{Delete: true, Key: key}})
 }
 
-// Batch implements kv.Store; the buffer makes it atomic with the rest of the call.
-func (t *txKV) Batch(ctx context.Context, ops []kv.Op) error {
+// Batch implements kv.Store; the buffer makes it atomic with the rest of the call. The quota
+// is checked against the state after all ops: a batch that would exceed it changes nothing.
+func (t *txKV) Batch(_ context.Context, ops []kv.Op) error {
+	delta := int64(0)
+	after := make(map[string]int, len(ops)) // key -> size after the ops so far
+	for _, op := range ops {
+		cur, seen := after[op.Key]
+		if !seen {
+			var err error
+			if cur, err = t.sizeOf(op.Key); err != nil {
+				return err
+			}
+		}
+		next := len(op.Value)
+		if op.Delete {
+			next = -1
+		}
+		delta += entrySize(op.Key, next) - entrySize(op.Key, cur)
+		after[op.Key] = next
+	}
+	if delta > 0 && t.used+delta > t.quota {
+		return kv.ErrQuota
+	}
 	for _, op := range ops {
 		if op.Delete {
-			_ = t.Delete(ctx, op.Key)
+			t.pending[op.Key] = nil
 		} else {
-			_ = t.Set(ctx, op.Key, op.Value)
+			t.pending[op.Key] = append([]byte{}, op.Value...) // never nil: nil marks a deletion
 		}
 	}
+	t.used += delta
 	return nil
 }
 
-// List implements kv.Store: the committed entries with the buffered writes laid over them.
+// List implements kv.Store: the committed entries with the overlay and this call's writes laid
+// over them.
 func (t *txKV) List(_ context.Context, prefix string, limit int) ([]kv.Entry, error) {
+	t.mu.Lock()
+	layers := []map[string][]byte{make(map[string][]byte), t.pending}
+	for k, o := range t.overlay {
+		if strings.HasPrefix(k, prefix) {
+			layers[0][k] = o.val
+		}
+	}
+	t.mu.Unlock()
 	merged := map[string][]byte{}
-	want := limit + len(t.pending) // enough committed keys to survive the buffered deletions
+	want := limit + len(layers[0]) + len(t.pending) // enough committed keys to survive deletions
 	err := t.ws.List(t.g, []byte(prefix), func(k, v []byte) bool {
 		merged[string(k)] = slices.Clone(v)
 		return len(merged) < want
@@ -63,14 +163,16 @@ func (t *txKV) List(_ context.Context, prefix string, limit int) ([]kv.Entry, er
 	if err != nil {
 		return nil, err
 	}
-	for k, v := range t.pending {
-		if !strings.HasPrefix(k, prefix) {
-			continue
-		}
-		if v == nil {
-			delete(merged, k)
-		} else {
-			merged[k] = slices.Clone(v)
+	for _, layer := range layers {
+		for k, v := range layer {
+			if !strings.HasPrefix(k, prefix) {
+				continue
+			}
+			if v == nil {
+				delete(merged, k)
+			} else {
+				merged[k] = slices.Clone(v)
+			}
 		}
 	}
 	keys := slices.Sorted(maps.Keys(merged))
@@ -84,22 +186,49 @@ func (t *txKV) List(_ context.Context, prefix string, limit int) ([]kv.Entry, er
 	return out, nil
 }
 
-// take returns the buffered writes as mutations (in key order) and empties the buffer.
-func (t *txKV) take() []store.Mutation {
+// take ends a call that returned: it returns its writes as mutations (in key order) and moves
+// them into the overlay under seq, the commit they become.
+func (t *txKV) take(seq uint64) []store.Mutation {
+	clear(t.sizes)
+	t.before = t.used
 	if len(t.pending) == 0 {
 		return nil
 	}
-	muts := make([]store.Mutation, 0, len(t.pending))
-	for _, k := range slices.Sorted(maps.Keys(t.pending)) {
-		if v := t.pending[k]; v == nil {
+	keys := make([]string, 0, len(t.pending))
+	for k := range t.pending {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	muts := make([]store.Mutation, 0, len(keys))
+	t.mu.Lock()
+	for _, k := range keys {
+		v := t.pending[k]
+		if v == nil {
 			muts = append(muts, store.DeleteKV(t.g, []byte(k)))
 		} else {
 			muts = append(muts, store.SetKV(t.g, []byte(k), v))
 		}
+		t.overlay[k] = overlaid{val: v, seq: seq}
 	}
+	t.mu.Unlock()
 	clear(t.pending)
 	return muts
 }
 
-// discard drops the buffered writes.
-func (t *txKV) discard() { clear(t.pending) }
+// discard ends a call that trapped: its writes are dropped.
+func (t *txKV) discard() {
+	clear(t.pending)
+	clear(t.sizes)
+	t.used = t.before
+}
+
+// landed drops the overlay entries that commit seq (and so every earlier one) made durable.
+func (t *txKV) landed(seq uint64) {
+	t.mu.Lock()
+	for k, o := range t.overlay {
+		if o.seq <= seq {
+			delete(t.overlay, k)
+		}
+	}
+	t.mu.Unlock()
+}

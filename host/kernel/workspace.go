@@ -80,13 +80,17 @@ func (w *Workspace) Rename(ctx context.Context, name string) error {
 // Delete deletes the workspace with all its gadgets and their state.
 func (w *Workspace) Delete(ctx context.Context) error {
 	return w.enter(ctx, store.RoleOwner, "delete", func(ov *overseer) error {
-		return ov.do(ctx, func() error {
+		err := ov.do(ctx, func() error {
 			if err := ov.commit(ctx, store.DeleteWorkspace()); err != nil {
 				return err
 			}
 			go ov.stop()
 			return nil
 		})
+		if err == nil {
+			w.k.hub.cancelGone(w.id, "")
+		}
+		return err
 	})
 }
 
@@ -137,21 +141,21 @@ func (w *Workspace) Gadget(name string) *Gadget { return &Gadget{w: w, name: nam
 
 // SubscribeGadgets calls cb({type, gadget}) on every change to the gadget list.
 func (w *Workspace) SubscribeGadgets(ctx context.Context, cb *capnweb.Stub) (*Subscription, error) {
-	return w.subscribe(ctx, store.RoleUse, "subscribeGadgets", gadgetsTopic(w.id), "", cb)
+	return w.subscribe(ctx, store.RoleUse, "subscribeGadgets", gadgetsTopic(w.id), store.Gadget{}, cb)
 }
 
 // SubscribeConsole calls cb({gadget, stream, level, text, time}) for every console line.
 func (w *Workspace) SubscribeConsole(ctx context.Context, cb *capnweb.Stub) (*Subscription, error) {
-	return w.subscribe(ctx, store.RoleBuild, "subscribeConsole", consoleTopic(w.id, ""), "", cb)
+	return w.subscribe(ctx, store.RoleBuild, "subscribeConsole", consoleTopic(w.id, ""), store.Gadget{}, cb)
 }
 
-// subscribe subscribes cb to topic after checking need (and, for gadget != "", the agent's
-// gadget subset); the same checks run before every delivery.
-func (w *Workspace) subscribe(ctx context.Context, need store.Role, what, topic string, gadget string, cb *capnweb.Stub) (*Subscription, error) {
+// subscribe subscribes cb to topic after checking need (and, for a gadget's topic, the
+// agent's gadget subset); the same checks run before every delivery.
+func (w *Workspace) subscribe(ctx context.Context, need store.Role, what, topic string, gadget store.Gadget, cb *capnweb.Stub) (*Subscription, error) {
 	check := func(ctx context.Context) error {
 		return w.enter(ctx, need, what, func(*overseer) error {
-			if gadget != "" {
-				return w.p.checkGadget(w.id, gadget)
+			if gadget.ID != "" {
+				return w.p.checkGadget(w.id, gadget.Name)
 			}
 			return nil
 		})
@@ -159,7 +163,7 @@ func (w *Workspace) subscribe(ctx context.Context, need store.Role, what, topic 
 	if err := check(ctx); err != nil {
 		return nil, err
 	}
-	return w.k.hub.subscribe(topic, cb, func() error { return check(context.Background()) })
+	return w.k.hub.subscribe(topic, w.id, gadget.ID, cb, func() error { return check(context.Background()) })
 }
 
 // Bind lets gadget call target through atelier:host/bindings under name.

@@ -192,7 +192,17 @@ func (s *Bolt) DeleteAgent(_ context.Context, id string) error {
 // PutBlueprint implements Store.
 func (s *Bolt) PutBlueprint(_ context.Context, b Blueprint, code []byte) error {
 	err := s.db.Update(func(tx *bolt.Tx) error {
+		if sha := codeSHA(code); sha != b.SHA256 {
+			return fmt.Errorf("the code's sha256 is %s, the record says %s", sha, b.SHA256)
+		}
 		if err := tx.Bucket(bucketCode).Put([]byte(b.SHA256), code); err != nil {
+			return err
+		}
+		var old Blueprint
+		if err := getJSON(tx.Bucket(bucketBlueprints), []byte(b.ID), &old); err == nil {
+			return fmt.Errorf("blueprint id %s: %w", b.ID, ErrConflict)
+		}
+		if err := addRef(tx, b.SHA256, 1); err != nil {
 			return err
 		}
 		return putJSON(tx.Bucket(bucketBlueprints), []byte(b.ID), b)

@@ -14,9 +14,9 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// SchemaVersion is the layout version Bolt reads and writes. Layout (schema 2):
+// SchemaVersion is the layout version Bolt reads and writes. Layout (schema 3):
 //
-//	meta/schema                 "2"
+//	meta/schema                 "3"
 //	meta/bootstrapped           set once the first-run admin token was issued
 //	users/<id>                  JSON User
 //	usernames/<name>            user id
@@ -27,13 +27,16 @@ import (
 //	ws/<id>/epoch               8-byte big-endian Epoch of the current lease
 //	ws/<id>/gadgets/<gadget id> JSON Gadget
 //	ws/<id>/state/<gadget id>/<key>   the gadget's key-value state
+//	ws/<id>/usage/<gadget id>   8-byte big-endian bytes of the gadget's keys plus values
 //	ws/<id>/audit/<8-byte seq>  JSON AuditEntry
 //	code/<sha256 hex>           component bytes, shared by every version and blueprint using them
+//	coderefs/<sha256 hex>       8-byte big-endian count of the gadgets and blueprints using them
 //	blueprints/<id>             JSON Blueprint
 //
 // Schema 1 (the single-user preview: gadgets/<name>, code/<sha>, state/<name>/<key>) is
-// migrated on Open into a workspace named "default" owned by the user "admin".
-const SchemaVersion = 2
+// migrated on Open into a workspace named "default" owned by the user "admin". Schema 2 lacks
+// usage and coderefs; they are computed on Open.
+const SchemaVersion = 3
 
 var (
 	bucketMeta       = []byte("meta")
@@ -46,6 +49,7 @@ var (
 	bucketWS         = []byte("ws")
 	bucketCode       = []byte("code")
 	bucketBlueprints = []byte("blueprints")
+	bucketCodeRefs   = []byte("coderefs")
 
 	keySchema       = []byte("schema")
 	keyBootstrapped = []byte("bootstrapped")
@@ -53,6 +57,7 @@ var (
 	subGadgets      = []byte("gadgets")
 	subState        = []byte("state")
 	subAudit        = []byte("audit")
+	subUsage        = []byte("usage")
 )
 
 // Bolt is the Store over one bbolt file. It is safe for concurrent use. Commits of all
@@ -139,6 +144,11 @@ func (s *Bolt) migrate() error {
 		if have == 1 {
 			if err := migrateV1(tx, s.now().UTC()); err != nil {
 				return fmt.Errorf("migrate schema 1 to 2: %w", err)
+			}
+		}
+		if have < 3 {
+			if err := migrateV3(tx); err != nil {
+				return fmt.Errorf("migrate schema %d to 3: %w", max(have, 2), err)
 			}
 		}
 		return meta.Put(keySchema, fmt.Appendf(nil, "%d", SchemaVersion))

@@ -8,7 +8,10 @@
 // is applied by one atomic WorkspaceStore.Commit that is refused with ErrFenced once another
 // lease took the workspace over. A distributed backend implements the same interfaces.
 //
-// Every write is durable (fsync'd) before the method that made it returns.
+// Every write is durable (fsync'd) before the method that made it returns, or, for
+// CommitChain.Submit, before its Pending resolves. Code blobs are reference-counted by the
+// gadget versions and blueprints using them and deleted with the last reference; every
+// gadget's storage use (bytes of keys plus values) is kept up to date by each commit.
 package store
 
 import (
@@ -40,6 +43,9 @@ var (
 	ErrFenced = errors.New("workspace lease lost (fenced by a newer epoch)")
 	// ErrTooLarge: a key or value exceeds MaxKey or MaxValue.
 	ErrTooLarge = errors.New("too large")
+	// ErrChainBroken: an earlier commit of the same CommitChain failed, so this one (which may
+	// depend on it) was refused without writing anything. The error wraps the earlier failure.
+	ErrChainBroken = errors.New("an earlier commit of this chain failed")
 )
 
 // WorkspaceID identifies a workspace; GadgetID a gadget (stable across renames).
@@ -299,12 +305,27 @@ type WorkspaceStore interface {
 	// List calls fn with each key starting with prefix, in key order, until fn returns false.
 	// k and v are valid only during the call.
 	List(gadget GadgetID, prefix []byte, fn func(k, v []byte) bool) error
+	// Usage returns the bytes of a gadget's keys plus values.
+	Usage(gadget GadgetID) (int64, error)
 	// Audit returns up to limit entries, newest first.
 	Audit(limit int) ([]AuditEntry, error)
 	// Commit applies muts atomically, iff the lease's epoch is still the workspace's:
-	// otherwise it returns ErrFenced and writes nothing.
+	// otherwise it returns ErrFenced and writes nothing. It returns once muts are durable.
 	Commit(ctx context.Context, muts []Mutation) error
+	// Chain returns a new, empty CommitChain.
+	Chain() CommitChain
 	Close() error
+}
+
+// CommitChain orders the commits of one writer that starts its next change before the last
+// one is durable (a gadget actor behind its output gate). Commits submitted to a chain are
+// applied in submission order, each atomically and under the same checks as Commit; once one
+// fails, every later one fails with ErrChainBroken without writing anything, since it may have
+// been computed from the failed writes. Commits of different chains are independent.
+type CommitChain interface {
+	// Submit queues muts and returns without waiting for them to be durable; the Pending
+	// tells when they are. It is not safe to call concurrently with itself.
+	Submit(muts []Mutation) *Pending
 }
 
 // MutationKind says what a Mutation does.

@@ -219,3 +219,118 @@ func TestRefusesNewerSchemaAndSecondOpener(t *testing.T) {
 		t.Fatalf("Open of a newer schema: %v", err)
 	}
 }
+
+func TestChainFailsAfterAFailure(t *testing.T) {
+	db := open(t, filepath.Join(t.TempDir(), "a.db"))
+	ws, _ := workspace(t, db)
+	c, other := ws.Chain(), ws.Chain()
+	first := c.Submit([]Mutation{SetKV("g", []byte("a"), []byte("1"))})
+	bad := c.Submit([]Mutation{SetKV("g", []byte("big"), make([]byte, MaxValue+1))})
+	after := c.Submit([]Mutation{SetKV("g", []byte("a"), []byte("2"))})
+	elsewhere := other.Submit([]Mutation{SetKV("g", []byte("b"), []byte("1"))})
+	if err := first.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if err := bad.Wait(); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("bad commit: %v, want ErrTooLarge", err)
+	}
+	if err := after.Wait(); !errors.Is(err, ErrChainBroken) || !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("commit after a failure: %v, want ErrChainBroken wrapping ErrTooLarge", err)
+	}
+	if err := elsewhere.Wait(); err != nil {
+		t.Fatalf("another chain's commit: %v", err)
+	}
+	if v, _, _ := ws.Get("g", []byte("a")); string(v) != "1" {
+		t.Fatalf("a = %q: a commit after a failed one was written", v)
+	}
+	if n, _ := ws.Usage("g"); n != 4 { // a=1 and b=1
+		t.Fatalf("usage = %d, want 4", n)
+	}
+}
+
+func TestCodeIsCollectedWhenUnused(t *testing.T) {
+	db := open(t, filepath.Join(t.TempDir(), "a.db"))
+	ws, _ := workspace(t, db)
+	a, b := []byte("code a"), []byte("code b")
+	v := func(n int, code []byte) Version { return Version{Number: n, SHA256: codeSHA(code), Size: len(code)} }
+	g := Gadget{ID: "g1", Name: "one", Current: 1, Versions: []Version{v(1, a)}}
+	g2 := Gadget{ID: "g2", Name: "two", Current: 1, Versions: []Version{v(1, a)}}
+	if err := ws.Commit(ctx, []Mutation{PutCode(a), PutGadget(g), PutCode(a), PutGadget(g2)}); err != nil {
+		t.Fatal(err)
+	}
+	g.Versions, g.Current = append(g.Versions, v(2, b)), 2
+	if err := ws.Commit(ctx, []Mutation{PutCode(b), PutGadget(g)}); err != nil {
+		t.Fatal(err)
+	}
+	has := func(code []byte) bool {
+		_, err := db.Code(ctx, codeSHA(code))
+		return err == nil
+	}
+	if !has(a) || !has(b) {
+		t.Fatal("code in use is missing")
+	}
+	if err := ws.Commit(ctx, []Mutation{DeleteGadget("g1")}); err != nil {
+		t.Fatal(err)
+	}
+	if !has(a) || has(b) {
+		t.Fatalf("after deleting g1: a kept %v (want true), b kept %v (want false)", has(a), has(b))
+	}
+	if err := db.PutBlueprint(ctx, Blueprint{ID: "bp1", SHA256: codeSHA(a)}, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := ws.Commit(ctx, []Mutation{DeleteWorkspace()}); err != nil {
+		t.Fatal(err)
+	}
+	if !has(a) {
+		t.Fatal("a blueprint's code was collected")
+	}
+	// Code stored without any record referring to it does not stay either.
+	ws2, _ := workspace(t, db)
+	if err := ws2.Commit(ctx, []Mutation{PutCode(b)}); err != nil || has(b) {
+		t.Fatalf("unreferenced code: %v, kept %v", err, has(b))
+	}
+}
+
+// TestMigratesSchema2 computes the reference counts and usage a schema 2 file lacks, and
+// drops the code nothing uses.
+func TestMigratesSchema2(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a.db")
+	db, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, _ := workspace(t, db)
+	w, _ := ws.Workspace()
+	code := []byte("used")
+	g := Gadget{ID: "g1", Name: "one", Current: 1, Versions: []Version{{Number: 1, SHA256: codeSHA(code)}}}
+	if err := ws.Commit(ctx, []Mutation{PutCode(code), PutGadget(g), SetKV("g1", []byte("k"), []byte("vvv"))}); err != nil {
+		t.Fatal(err)
+	}
+	// Make it look like schema 2: no counts, no usage, an orphan blob.
+	err = db.db.Update(func(tx *bolt.Tx) error {
+		tx.Bucket(bucketMeta).Put(keySchema, []byte("2"))
+		tx.DeleteBucket(bucketCodeRefs)
+		tx.Bucket(bucketWS).Bucket([]byte(w.ID)).DeleteBucket(subUsage)
+		return tx.Bucket(bucketCode).Put([]byte(codeSHA([]byte("orphan"))), []byte("orphan"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	db = open(t, path)
+	if _, err := db.Code(ctx, codeSHA([]byte("orphan"))); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("orphan code after migration: %v", err)
+	}
+	l, _ := db.Acquire(ctx, w.ID)
+	ws, _ = db.Open(ctx, w.ID, l)
+	if n, _ := ws.Usage("g1"); n != 4 {
+		t.Fatalf("migrated usage = %d, want 4", n)
+	}
+	if err := ws.Commit(ctx, []Mutation{DeleteGadget("g1")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Code(ctx, codeSHA(code)); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("code after deleting its only gadget: %v", err)
+	}
+}

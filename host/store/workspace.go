@@ -3,9 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,7 +35,7 @@ func createWorkspace(tx *bolt.Tx, w Workspace) error {
 	if err != nil {
 		return err
 	}
-	for _, sub := range [][]byte{subGadgets, subState, subAudit} {
+	for _, sub := range [][]byte{subGadgets, subState, subAudit, subUsage} {
 		if _, err := b.CreateBucket(sub); err != nil {
 			return err
 		}
@@ -313,182 +311,6 @@ func (w *boltWS) Audit(limit int) ([]AuditEntry, error) {
 
 // Close implements WorkspaceStore; the lease is the caller's to release.
 func (w *boltWS) Close() error { return nil }
-
-// commitReq is one Commit waiting for the committer.
-type commitReq struct {
-	ws    WorkspaceID
-	lease *lease
-	muts  []Mutation
-	done  chan error
-}
-
-// Commit implements WorkspaceStore.
-func (w *boltWS) Commit(ctx context.Context, muts []Mutation) error {
-	for _, m := range muts {
-		if err := m.check(); err != nil {
-			return fmt.Errorf("commit to workspace %s: %w", w.id, err)
-		}
-	}
-	if w.lease.isLost() {
-		return fmt.Errorf("commit to workspace %s: %w", w.id, ErrFenced)
-	}
-	r := &commitReq{ws: w.id, lease: w.lease, muts: muts, done: make(chan error, 1)}
-	s := w.s
-	s.cmu.RLock()
-	if s.closed {
-		s.cmu.RUnlock()
-		return ErrClosed
-	}
-	select {
-	case s.commits <- r:
-		s.cmu.RUnlock()
-	case <-ctx.Done():
-		s.cmu.RUnlock()
-		return ctx.Err()
-	}
-	// Once queued, the commit happens or fails as a whole; the caller waits for the outcome
-	// even if ctx ends, so that it never reports failure for a write that became durable.
-	if err := <-r.done; err != nil {
-		return fmt.Errorf("commit to workspace %s: %w", w.id, err)
-	}
-	return nil
-}
-
-// errRetrySingly aborts a group transaction so that its commits are retried one by one.
-var errRetrySingly = errors.New("retry singly")
-
-// commitLoop applies queued commits: everything waiting is applied in one transaction (one
-// fsync). A commit that fails its epoch check fails alone; if applying one fails, the group
-// is rolled back and each commit is retried in its own transaction.
-func (s *Bolt) commitLoop() {
-	defer s.stopped.Done()
-	for {
-		var group []*commitReq
-		select {
-		case r := <-s.commits:
-			group = append(group, r)
-		case <-s.stop:
-			for {
-				select {
-				case r := <-s.commits:
-					r.done <- ErrClosed
-				default:
-					return
-				}
-			}
-		}
-	drain:
-		for len(group) < 512 {
-			select {
-			case r := <-s.commits:
-				group = append(group, r)
-			default:
-				break drain
-			}
-		}
-		s.applyGroup(group)
-	}
-}
-
-func (s *Bolt) applyGroup(group []*commitReq) {
-	results := make([]error, len(group))
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		for i, r := range group {
-			if err := checkEpoch(tx, r); err != nil {
-				results[i] = err
-				continue
-			}
-			if err := s.apply(tx, r); err != nil {
-				return errRetrySingly
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		for i, r := range group {
-			results[i] = s.db.Update(func(tx *bolt.Tx) error {
-				if err := checkEpoch(tx, r); err != nil {
-					return err
-				}
-				return s.apply(tx, r)
-			})
-		}
-	}
-	for i, r := range group {
-		r.done <- results[i]
-	}
-}
-
-func checkEpoch(tx *bolt.Tx, r *commitReq) error {
-	b := tx.Bucket(bucketWS).Bucket([]byte(r.ws))
-	if b == nil {
-		return fmt.Errorf("workspace %s: %w", r.ws, ErrNotFound)
-	}
-	if r.lease.isLost() || readEpoch(b) != r.lease.epoch {
-		return ErrFenced
-	}
-	return nil
-}
-
-// apply writes one commit's mutations inside tx.
-func (s *Bolt) apply(tx *bolt.Tx, r *commitReq) error {
-	b := tx.Bucket(bucketWS).Bucket([]byte(r.ws))
-	for _, m := range r.muts {
-		var err error
-		switch m.Kind {
-		case MutSetKV:
-			var st *bolt.Bucket
-			if st, err = b.Bucket(subState).CreateBucketIfNotExists([]byte(m.Gadget)); err == nil {
-				err = st.Put(m.Key, m.Value)
-			}
-		case MutDeleteKV:
-			if st := b.Bucket(subState).Bucket([]byte(m.Gadget)); st != nil {
-				err = st.Delete(m.Key)
-			}
-		case MutPutGadget:
-			err = putJSON(b.Bucket(subGadgets), []byte(m.Record.ID), m.Record)
-		case MutDeleteGadget:
-			if err = b.Bucket(subGadgets).Delete([]byte(m.Gadget)); err == nil {
-				err = b.Bucket(subState).DeleteBucket([]byte(m.Gadget))
-				if errors.Is(err, bolt.ErrBucketNotFound) {
-					err = nil
-				}
-			}
-		case MutPutWorkspace:
-			ws := *m.Workspace
-			ws.ID = r.ws
-			err = putWorkspace(tx, ws)
-		case MutDeleteWorkspace:
-			var w Workspace
-			if err = getJSON(tx.Bucket(bucketWorkspaces), []byte(r.ws), &w); err == nil {
-				if err = dropAccess(tx, w); err == nil {
-					if err = tx.Bucket(bucketWorkspaces).Delete([]byte(r.ws)); err == nil {
-						err = tx.Bucket(bucketWS).DeleteBucket([]byte(r.ws))
-					}
-				}
-			}
-			if err == nil {
-				return nil // nothing after a deletion has a place to go
-			}
-		case MutAppendAudit:
-			ab := b.Bucket(subAudit)
-			e := *m.Audit
-			if e.Seq, err = ab.NextSequence(); err == nil {
-				if e.Time.IsZero() {
-					e.Time = s.now().UTC()
-				}
-				err = putJSON(ab, binary.BigEndian.AppendUint64(nil, e.Seq), e)
-			}
-		case MutPutCode:
-			sum := sha256.Sum256(m.Value)
-			err = tx.Bucket(bucketCode).Put([]byte(hex.EncodeToString(sum[:])), m.Value)
-		}
-		if err != nil {
-			return fmt.Errorf("mutation %d: %w", m.Kind, err)
-		}
-	}
-	return nil
-}
 
 // migrateV1 moves the preview's single set of gadgets into a workspace "default" owned by the
 // user "admin" (created without a password; the first-run token is issued to it).
