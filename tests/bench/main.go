@@ -1,7 +1,8 @@
 // Command bench runs the repository's Go benchmarks and prints them as tables: the runtime's
 // operations on a WAT component and on the Go and JS gadgets next to the same operations done as
-// bare Wasmtime C-API calls (with the ratio between them, measured back to back in the same run),
-// then the other benchmarks (Cap'n Web, kernel).
+// bare Wasmtime C-API calls, the kernel's whole call path next to the same gadget call made
+// directly through host/runtime (each with the ratio between them, measured back to back in the
+// same run), then the other benchmarks (Cap'n Web, kernel) with their extra metrics.
 //
 //	go run ./tests/bench                  # all benchmarks, 1s each
 //	go run ./tests/bench -benchtime 200ms # quicker, noisier
@@ -23,7 +24,13 @@ import (
 )
 
 // packages are the benchmarked packages, in the order their tables are printed.
-var packages = []string{"./host/runtime", "./tests/runtime", "./capnweb"}
+var packages = []string{"./host/runtime", "./tests/runtime", "./capnweb", "./tests/kernel"}
+
+// pairs are the tables of benchmarks measured back to back: X<slow> next to X<fast>.
+var pairs = []struct{ title, slow, fast, slowName, fastName string }{
+	{"Runtime overhead against bare Wasmtime C-API calls (same run):", "/runtime", "/bare", "runtime", "bare C API"},
+	{"Whole path (WebSocket, kernel, commit) against direct host/runtime calls (same run):", "/full", "/direct", "full path", "direct"},
+}
 
 func main() {
 	benchtime := flag.String("benchtime", "1s", "value passed to go test -benchtime")
@@ -33,6 +40,7 @@ func main() {
 	os.Unsetenv("RUST_BACKTRACE")
 
 	results := map[string][]float64{}
+	metrics := map[string]string{}
 	var order []string
 	for _, pkg := range packages {
 		fmt.Fprintf(os.Stderr, "==> benchmarking %s\n", pkg)
@@ -46,9 +54,10 @@ func main() {
 				order = append(order, r.name)
 			}
 			results[r.name] = append(results[r.name], r.nsPerOp)
+			metrics[r.name] = r.metrics
 		}
 	}
-	printTables(os.Stdout, order, results)
+	printTables(os.Stdout, order, results, metrics)
 }
 
 func runBench(pkg, filter, benchtime string, count int) ([]byte, error) {
@@ -64,9 +73,25 @@ func runBench(pkg, filter, benchtime string, count int) ([]byte, error) {
 type result struct {
 	name    string
 	nsPerOp float64
+	metrics string // the benchmark's own metrics (b.ReportMetric), as printed
 }
 
-var benchLine = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+\d+\s+([0-9.]+) ns/op`)
+var (
+	benchLine = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+\d+\s+([0-9.]+) ns/op(.*)`)
+	// metric is one "value unit" pair after ns/op; B/op and allocs/op are left out.
+	metric = regexp.MustCompile(`([0-9.e+]+) (\S+)`)
+)
+
+// ownMetrics keeps the metrics a benchmark reported itself from the rest of its line.
+func ownMetrics(rest string) string {
+	var out []string
+	for _, m := range metric.FindAllStringSubmatch(rest, -1) {
+		if m[2] != "B/op" && m[2] != "allocs/op" {
+			out = append(out, m[1]+" "+m[2])
+		}
+	}
+	return strings.Join(out, ", ")
+}
 
 func parse(out []byte) []result {
 	var rs []result
@@ -80,7 +105,7 @@ func parse(out []byte) []result {
 		if err != nil {
 			continue
 		}
-		rs = append(rs, result{name: strings.TrimPrefix(m[1], "Benchmark"), nsPerOp: ns})
+		rs = append(rs, result{name: strings.TrimPrefix(m[1], "Benchmark"), nsPerOp: ns, metrics: ownMetrics(m[3])})
 	}
 	return rs
 }
@@ -91,38 +116,55 @@ func median(xs []float64) float64 {
 	return s[len(s)/2]
 }
 
-// printTables prints the runtime/bare pairs (X/runtime next to X/bare, see package
-// runtimebench) with their ratio first, then everything else.
-func printTables(w io.Writer, order []string, results map[string][]float64) {
+// printTables prints each table of pairs (X<slow> next to X<fast>, see pairs) that has rows,
+// with their ratio, then everything else; metrics are those of a benchmark's last run.
+func printTables(w io.Writer, order []string, results map[string][]float64, metrics map[string]string) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "\nRuntime overhead against bare Wasmtime C-API calls (same run):")
-	fmt.Fprintln(tw, "operation\truntime\tbare C API\tratio\t")
 	paired := map[string]bool{}
-	for _, name := range order {
-		op, ok := strings.CutSuffix(name, "/runtime")
-		if !ok {
+	for _, p := range pairs {
+		var rows []string
+		for _, name := range order {
+			op, ok := strings.CutSuffix(name, p.slow)
+			if !ok {
+				continue
+			}
+			fast, ok := results[op+p.fast]
+			if !ok {
+				continue
+			}
+			slow, f := median(results[name]), median(fast)
+			rows = append(rows, fmt.Sprintf("%s\t%s\t%s\t%.2fx\t\t%s\n", op, human(slow), human(f), slow/f, metrics[name]))
+			paired[name], paired[op+p.fast] = true, true
+		}
+		if len(rows) == 0 {
 			continue
 		}
-		bare, ok := results[op+"/bare"]
-		if !ok {
-			continue
+		fmt.Fprintln(w, "\n"+p.title)
+		fmt.Fprintf(tw, "operation\t%s\t%s\tratio\t\tmetrics of %s\n", p.slowName, p.fastName, p.slowName)
+		for _, r := range rows {
+			fmt.Fprint(tw, r)
 		}
-		rt := median(results[name])
-		b := median(bare)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2fx\t\n", op, human(rt), human(b), rt/b)
-		paired[name], paired[op+"/bare"] = true, true
+		tw.Flush()
 	}
-	tw.Flush()
 	fmt.Fprintln(w, "\nOther benchmarks:")
-	fmt.Fprintln(tw, "benchmark\ttime/op\tops/s\t")
+	fmt.Fprintln(tw, "benchmark\ttime/op\tops/s\t\tmetrics")
 	for _, name := range order {
 		if paired[name] {
 			continue
 		}
 		ns := median(results[name])
-		fmt.Fprintf(tw, "%s\t%s\t%.0f\t\n", name, human(ns), 1e9/ns)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t\t%s\n", name, human(ns), opsPerSecond(ns), metrics[name])
 	}
 	tw.Flush()
+}
+
+// opsPerSecond formats 1e9/ns with two decimals when it is small (slow operations).
+func opsPerSecond(ns float64) string {
+	ops := 1e9 / ns
+	if ops < 100 {
+		return fmt.Sprintf("%.2f", ops)
+	}
+	return fmt.Sprintf("%.0f", ops)
 }
 
 func human(ns float64) string {

@@ -1,0 +1,516 @@
+package kernel_test
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"runtime/debug"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"atelier/capnweb"
+	"atelier/host/auth"
+	"atelier/host/capability/kv"
+	"atelier/host/gateway"
+	"atelier/host/kernel"
+	"atelier/host/runtime"
+	"atelier/host/store"
+	"atelier/sdk/guesttest"
+)
+
+// inProcess is a kernel over a real bbolt file served by the real gateway on a loopback
+// WebSocket (httptest), so that benchmarks can be profiled with -cpuprofile and -memprofile.
+type inProcess struct {
+	rt  *runtime.Runtime
+	db  *store.Bolt
+	k   *kernel.Kernel
+	srv *httptest.Server
+	url string
+
+	mu       sync.Mutex
+	ended    *sync.Cond // signalled when a request (a whole WebSocket session) ends
+	requests int
+}
+
+// serve wraps the gateway to count the requests in progress: a WebSocket request lasts as
+// long as its session.
+func (p *inProcess) serve(gw http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.mu.Lock()
+		p.requests++
+		p.mu.Unlock()
+		defer func() {
+			p.mu.Lock()
+			p.requests--
+			p.ended.Broadcast()
+			p.mu.Unlock()
+		}()
+		gw.ServeHTTP(w, r)
+	})
+}
+
+// quiet waits until the server has ended every session, so that nothing it held for them is
+// still reachable.
+func (p *inProcess) quiet() {
+	p.mu.Lock()
+	for p.requests > 0 {
+		p.ended.Wait()
+	}
+	p.mu.Unlock()
+}
+
+// startInProcess starts a kernel with its data file in dir; it stops when tb ends.
+func startInProcess(tb testing.TB, dir string) *inProcess {
+	tb.Helper()
+	db, err := store.Open(filepath.Join(dir, "atelier.db"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rt, err := runtime.New(runtime.Config{CacheDir: filepath.Join(tmpDir, "cache"), Interfaces: kernel.HostInterfaces(nil)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	k := kernel.New(kernel.Config{Runtime: rt, Store: db, Password: auth.TestParams})
+	p := &inProcess{rt: rt, db: db, k: k}
+	p.ended = sync.NewCond(&p.mu)
+	p.srv = httptest.NewServer(p.serve(gateway.New(gateway.Config{Kernel: k})))
+	p.url = "ws" + strings.TrimPrefix(p.srv.URL, "http") + "/api"
+	tb.Cleanup(func() {
+		p.srv.CloseClientConnections()
+		p.srv.Close()
+		p.k.Close()
+		p.rt.Close()
+		p.db.Close()
+	})
+	return p
+}
+
+// counterFleet creates n counter gadgets named counter-0... in acc's workspace: the first from
+// code, the others from a blueprint of it (so the code travels once).
+func counterFleet(tb testing.TB, s *session, acc account, code []byte, n int) {
+	tb.Helper()
+	bp := counterBlueprint(tb, s, acc, code)
+	fromBlueprint(tb, s, acc, bp, 1, n)
+}
+
+// counterBlueprint creates counter-0 from code and publishes it as a blueprint.
+func counterBlueprint(tb testing.TB, s *session, acc account, code []byte) string {
+	tb.Helper()
+	acc.createGadget(tb, s, counterName(0), code)
+	return mustString(tb, "publishBlueprint", acc.workspaceOn(s).Call(bg, "publishBlueprint", counterName(0), "counter", "benchmark fleet"))
+}
+
+// fromBlueprint creates the gadgets counter-from to counter-(to-1) from blueprint bp, all
+// calls pipelined on one workspace stub.
+func fromBlueprint(tb testing.TB, s *session, acc account, bp string, from, to int) {
+	tb.Helper()
+	ws := mustStub(tb, "openWorkspace", acc.workspaceOn(s))
+	defer ws.Dispose()
+	ps := make([]*capnweb.Promise, 0, to-from)
+	for i := from; i < to; i++ {
+		ps = append(ps, ws.Call(bg, "createGadgetFromBlueprint", bp, counterName(i)).Call(bg, "info"))
+	}
+	for _, p := range ps {
+		must(tb, "createGadgetFromBlueprint", p)
+	}
+}
+
+// BenchmarkPath measures increment(1) on the counter gadget (a kv get and set) with 1 and 100
+// concurrent clients, each with its own WebSocket session and its own gadget, through the whole
+// path and directly, back to back:
+//
+//   - full: the atelier binary in its own process (WebSocket -> gateway -> kernel -> gadget
+//     actor -> kv commit to bbolt with fsync -> reply); server-cpu-ns/op is its CPU time per
+//     call.
+//   - inproc: the same path with the kernel in this process (so -cpuprofile and
+//     ATELIER_BENCH_LOOP_PROFILE see it); cpu-ns/op counts clients and server together.
+//   - inproc_read: get() on that path, which commits nothing, to split the cost.
+//   - direct: the export called on a host/runtime instance with an in-memory kv.
+//
+// ns/op is wall time per call over all clients, cpu-ns/op this process's CPU time per call,
+// p50-ns and p99-ns the latency of one call.
+func BenchmarkPath(b *testing.B) {
+	code := guesttest.Bytes(b, counterGo)
+	increment := func(conns []*capnweb.Stub) func(int) error {
+		return func(c int) error {
+			_, err := await(conns[c].Call(bg, "increment", 1))
+			return err
+		}
+	}
+	for _, clients := range []int{1, 100} {
+		b.Run(fmt.Sprintf("%dclients", clients), func(b *testing.B) {
+			p := startInProcess(b, b.TempDir())
+			inproc := connectFleet(b, p.url, code, clients)
+			srv := startServe(b, atelierBinary(b), filepath.Join(b.TempDir(), "atelier.db"))
+			full := connectFleet(b, srv.url, code, clients)
+			b.Run("inproc", func(b *testing.B) { runClients(b, clients, increment(inproc)) })
+			b.Run("inproc_read", func(b *testing.B) {
+				runClients(b, clients, func(c int) error {
+					_, err := await(inproc[c].Call(bg, "get"))
+					return err
+				})
+			})
+			b.Run("full", func(b *testing.B) {
+				cpu0 := processCPU(b, srv.cmd.Process.Pid)
+				runClients(b, clients, increment(full))
+				b.ReportMetric(float64(processCPU(b, srv.cmd.Process.Pid)-cpu0)/float64(b.N), "server-cpu-ns/op")
+			})
+			b.Run("direct", func(b *testing.B) {
+				comp, err := p.rt.Compile(bg, code)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer comp.Close()
+				insts := make([]*runtime.Instance, clients)
+				for i := range insts {
+					insts[i], err = p.rt.Instantiate(bg, comp, runtime.InstanceConfig{
+						Name:   counterName(i),
+						Grants: append(runtime.WASIBaseline(), counterGrants...),
+						Bind:   map[string]any{kv.Grant: kv.NewMemory(0)},
+					})
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer insts[i].Close()
+				}
+				runClients(b, clients, func(c int) error {
+					_, err := insts[c].Call(bg, "increment", uint32(1))
+					return err
+				})
+			})
+		})
+	}
+}
+
+// connectFleet signs up a user on the server at url, creates n counters and returns a
+// connection to each, every one on its own session and warmed up by one increment.
+func connectFleet(b *testing.B, url string, code []byte, n int) []*capnweb.Stub {
+	acc := newAccount(b, url, "bench")
+	withSession(b, url, func(s *session) { counterFleet(b, s, acc, code, n) })
+	conns := make([]*capnweb.Stub, n)
+	for i := range conns {
+		conns[i] = mustStub(b, "connect", acc.connect(mustDial(b, url), counterName(i)))
+		must(b, "warm-up increment", conns[i].Call(bg, "increment", 1))
+	}
+	return conns
+}
+
+// runClients runs b.N calls spread over clients goroutines (call(c) is client c's call) and
+// reports the latency percentiles of one call.
+func runClients(b *testing.B, clients int, call func(c int) error) {
+	b.ReportAllocs()
+	var next atomic.Int64
+	lat := make([][]time.Duration, clients)
+	errs := make([]error, clients)
+	var wg sync.WaitGroup
+	cpu0 := cpuTime(b)
+	defer profileLoop(b)()
+	b.ResetTimer()
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(b.N) {
+				start := time.Now()
+				if err := call(c); err != nil {
+					errs[c] = err
+					return
+				}
+				lat[c] = append(lat[c], time.Since(start))
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	b.ReportMetric(float64(cpuTime(b)-cpu0)/float64(b.N), "cpu-ns/op")
+	for _, err := range errs {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportPercentiles(b, slices.Concat(lat...))
+}
+
+// profileEnv names a directory: when set, runClients writes a CPU profile of its loop alone
+// (no setup) to DIR/<benchmark name>.prof, each run of a benchmark replacing the previous one,
+// so the file holds the final, largest run. `go test -cpuprofile` also profiles the setup,
+// which here (compiling and instantiating 100 gadgets) outweighs the calls.
+const profileEnv = "ATELIER_BENCH_LOOP_PROFILE"
+
+// profileLoop starts the loop profile if asked for and returns the function that stops it.
+func profileLoop(b *testing.B) (stop func()) {
+	dir := os.Getenv(profileEnv)
+	if dir == "" {
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(dir, strings.ReplaceAll(b.Name(), "/", "_")+".prof"))
+	if err != nil {
+		b.Fatalf("%s: %v", profileEnv, err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		b.Fatalf("%s: %v", profileEnv, err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
+}
+
+// cpuTime returns the CPU time (user and system) the process has used so far. On a machine
+// shared with other work it says more than wall time: cpu-ns/op is the cost of one call to
+// this process (client and server side alike when both run in it).
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatalf("getrusage: %v", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// processCPU returns the CPU time (user and system) process pid has used so far, from
+// /proc/PID/stat (clock ticks of 10ms, so measure runs of a second or more).
+func processCPU(b *testing.B, pid int) time.Duration {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatalf("read the CPU time of process %d: %v", pid, err)
+	}
+	// The fields after the command name (which may hold spaces) end with ')'; utime and stime
+	// are fields 14 and 15 of the line, so 12 and 13 after it.
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		b.Fatalf("/proc/%d/stat: unexpected format %q", pid, stat)
+	}
+	fields := strings.Fields(string(stat[i+1:]))
+	if len(fields) < 13 {
+		b.Fatalf("/proc/%d/stat: unexpected format %q", pid, stat)
+	}
+	var ticks int64
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			b.Fatalf("/proc/%d/stat: bad CPU time %q", pid, f)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * (time.Second / clockTicks)
+}
+
+// clockTicks is the kernel's USER_HZ, the unit of /proc/PID/stat times (100 on Linux).
+const clockTicks = 100
+
+// reportPercentiles reports the p50 and p99 of ds as p50-ns and p99-ns.
+func reportPercentiles(b *testing.B, ds []time.Duration) {
+	if len(ds) == 0 {
+		return
+	}
+	slices.Sort(ds)
+	b.ReportMetric(float64(ds[len(ds)/2]), "p50-ns")
+	b.ReportMetric(float64(ds[len(ds)*99/100]), "p99-ns")
+}
+
+// BenchmarkKV measures the kernel's kv storage, a workspace's store.WorkspaceStore over bbolt:
+// get (a read transaction), set (one Commit of one SetKV, durable before it returns), and set
+// from 100 concurrent writers (one gadget each; the store commits everything queued in one
+// transaction).
+func BenchmarkKV(b *testing.B) {
+	db, err := store.Open(filepath.Join(b.TempDir(), "atelier.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	id := store.WorkspaceID(store.NewID("ws"))
+	if err := db.CreateWorkspace(bg, store.Workspace{ID: id, Name: "bench", Owner: "u_bench", Created: time.Now()}); err != nil {
+		b.Fatal(err)
+	}
+	lease, err := db.Acquire(bg, id)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ws, err := db.Open(bg, id, lease)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ws.Close()
+	value := bytes.Repeat([]byte("v"), 64)
+	gadget := func(c int) store.GadgetID { return store.GadgetID(fmt.Sprintf("g_bench%d", c)) }
+	set := func(c int) error {
+		return ws.Commit(bg, []store.Mutation{store.SetKV(gadget(c), []byte("count"), value)})
+	}
+	if err := set(0); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("get", func(b *testing.B) {
+		runClients(b, 1, func(int) error {
+			_, ok, err := ws.Get(gadget(0), []byte("count"))
+			if err == nil && !ok {
+				err = fmt.Errorf("count of %s is missing", gadget(0))
+			}
+			return err
+		})
+	})
+	b.Run("set", func(b *testing.B) { runClients(b, 1, set) })
+	b.Run("set_100writers", func(b *testing.B) { runClients(b, 100, set) })
+}
+
+// BenchmarkFootprint measures memory: per idle workspace (created, its overseer running, no
+// gadget), per idle gadget (created in a running workspace, never called: no instance) and per
+// live instance (a gadget called once, so its instance stays until evicted) of the Go and of
+// the JavaScript counter. One op builds a fresh kernel and creates the batch; heap-B/<item> is
+// the Go heap growth after GC and rss-B/<item> the process's resident memory growth (which
+// includes Wasmtime's allocations), both divided by the batch size. ns/op is the time of one whole measurement (a fresh kernel,
+// the batch, and waiting for the heap to settle), so that b.N stays at 1 or 2.
+func BenchmarkFootprint(b *testing.B) {
+	b.Run("idle_workspace", func(b *testing.B) {
+		const n = 500
+		for range b.N {
+			p := startInProcess(b, b.TempDir())
+			acc := newAccount(b, p.url, "bench")
+			measureFootprint(b, p, "workspace", n, func(s *session) {
+				api := mustStub(b, "authenticate", s.root.Call(bg, "authenticate", acc.token))
+				ps := make([]*capnweb.Promise, n)
+				for i := range ps {
+					ps[i] = api.Call(bg, "createWorkspace", fmt.Sprintf("ws-%d", i)).Call(bg, "info")
+				}
+				for _, p := range ps {
+					must(b, "createWorkspace", p)
+				}
+			})
+			b.ReportMetric(float64(p.k.Stats().Workspaces), "overseers")
+		}
+	})
+	b.Run("idle_gadget", func(b *testing.B) {
+		const n = 1000
+		code := guesttest.Bytes(b, counterGo)
+		for range b.N {
+			p := startInProcess(b, b.TempDir())
+			acc := newAccount(b, p.url, "bench")
+			var bp string // the workspace's overseer and the code are not counted
+			withSession(b, p.url, func(s *session) { bp = counterBlueprint(b, s, acc, code) })
+			measureFootprint(b, p, "gadget", n, func(s *session) { fromBlueprint(b, s, acc, bp, 1, n+1) })
+			b.ReportMetric(float64(p.k.Stats().Actors), "actors")
+		}
+	})
+	for _, g := range []struct{ name, dir string }{{"go", counterGo}, {"js", counterJS}} {
+		b.Run("live_instance/"+g.name, func(b *testing.B) {
+			const n = 50
+			code := guesttest.Bytes(b, g.dir)
+			for range b.N {
+				p := startInProcess(b, b.TempDir())
+				acc := newAccount(b, p.url, "bench")
+				withSession(b, p.url, func(s *session) { counterFleet(b, s, acc, code, n) })
+				measureFootprint(b, p, "instance", n, func(s *session) {
+					for i := range n {
+						must(b, "get", acc.connect(s, counterName(i)).Call(bg, "get"))
+					}
+				})
+				b.ReportMetric(float64(p.k.Stats().Actors), "actors")
+			}
+		})
+	}
+}
+
+// measureFootprint runs create (which makes n items) on a session of its own, closes it, and
+// reports the heap and RSS growth per item; so what the server keeps for the session itself is
+// not counted.
+func measureFootprint(b *testing.B, p *inProcess, item string, n int, create func(*session)) {
+	p.quiet()
+	heap0, rss0 := settledMemory(b)
+	withSession(b, p.url, create)
+	p.quiet()
+	heap1, rss1 := settledMemory(b)
+	b.ReportMetric((heap1-heap0)/float64(n), "heap-B/"+item)
+	b.ReportMetric((rss1-rss0)/float64(n), "rss-B/"+item)
+}
+
+// settledMemory returns memoryNow once the heap has stopped shrinking: after a createGadget,
+// for example, the 8 MB compiled-artifact buffer read to check its code stays reachable for
+// about a second (probably through an idle capnweb worker's last handler).
+func settledMemory(b *testing.B) (heap, rss float64) {
+	heap, rss = memoryNow(b)
+	for range 5 {
+		time.Sleep(1200 * time.Millisecond)
+		h, r := memoryNow(b)
+		if heap-h < 64<<10 {
+			return h, r
+		}
+		heap, rss = h, r
+	}
+	return heap, rss
+}
+
+// memoryNow returns the live Go heap and the resident set size, in bytes, after a full GC that
+// returns freed memory to the OS.
+func memoryNow(b *testing.B) (heap, rss float64) {
+	debug.FreeOSMemory()
+	var ms goruntime.MemStats
+	goruntime.ReadMemStats(&ms)
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		b.Fatalf("read RSS: %v", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kib, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			if err != nil {
+				b.Fatalf("parse VmRSS %q: %v", v, err)
+			}
+			return float64(ms.HeapAlloc), kib * 1024
+		}
+	}
+	b.Fatal("no VmRSS in /proc/self/status")
+	return 0, 0
+}
+
+// BenchmarkStartup starts the atelier binary on a data file holding a user and a counter
+// gadget (with the compiled-component cache warm) and times how long until ping() answers
+// ("ping") and until a first gadget call answers ("first_call", which opens the workspace,
+// loads the component from the cache and instantiates it). Stopping is not timed.
+func BenchmarkStartup(b *testing.B) {
+	bin := atelierBinary(b)
+	code := guesttest.Bytes(b, counterGo)
+	data := filepath.Join(b.TempDir(), "atelier.db")
+	srv := startServe(b, bin, data)
+	acc := newAccount(b, srv.url, "bench")
+	withSession(b, srv.url, func(s *session) {
+		acc.createGadget(b, s, counterName(0), code)
+		must(b, "get", acc.connect(s, counterName(0)).Call(bg, "get")) // fills the component cache
+	})
+	srv.terminate(b)
+	for _, bm := range []struct {
+		name      string
+		firstCall bool
+	}{{"ping", false}, {"first_call", true}} {
+		b.Run(bm.name, func(b *testing.B) {
+			for range b.N {
+				b.StartTimer()
+				srv := startServe(b, bin, data)
+				c, err := dial(bg, srv.url)
+				if err != nil {
+					b.Fatal(err)
+				}
+				must(b, "ping", c.root.Call(bg, "ping"))
+				if bm.firstCall {
+					must(b, "get", acc.connect(c, counterName(0)).Call(bg, "get"))
+				}
+				b.StopTimer()
+				c.s.Close()
+				srv.terminate(b)
+			}
+		})
+	}
+}
