@@ -195,7 +195,7 @@ func (s *Bolt) PutBlueprint(_ context.Context, b Blueprint, code []byte) error {
 		if sha := codeSHA(code); sha != b.SHA256 {
 			return fmt.Errorf("the code's sha256 is %s, the record says %s", sha, b.SHA256)
 		}
-		if err := tx.Bucket(bucketCode).Put([]byte(b.SHA256), code); err != nil {
+		if err := putCode(tx, b.SHA256, code); err != nil {
 			return err
 		}
 		var old Blueprint

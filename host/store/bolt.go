@@ -83,7 +83,11 @@ func Open(path string) (*Bolt, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	// The freelist is not written on every commit (it is rebuilt by a scan when the file is
+	// opened), which keeps each fsync'd commit small; the map freelist keeps that fast.
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout: 2 * time.Second, NoFreelistSync: true, FreelistType: bolt.FreelistMapType,
+	})
 	if err != nil {
 		if errors.Is(err, bolt.ErrTimeout) {
 			return nil, fmt.Errorf("open store %s: another atelier process holds it; stop it or pass another --data", path)

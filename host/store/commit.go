@@ -250,7 +250,7 @@ func (s *Bolt) apply(tx *bolt.Tx, r *commitReq) error {
 			}
 		case MutPutCode:
 			sha := codeSHA(m.Value)
-			if err = tx.Bucket(bucketCode).Put([]byte(sha), m.Value); err == nil {
+			if err = putCode(tx, sha, m.Value); err == nil {
 				touched = append(touched, sha)
 			}
 		}

@@ -232,3 +232,13 @@ func migrateV3(tx *bolt.Tx) error {
 	}
 	return collectCode(tx, all)
 }
+
+// putCode stores code under its sha256 unless it is there already: code is content-addressed,
+// so rewriting megabytes of an existing blob would only cost a slower commit.
+func putCode(tx *bolt.Tx, sha string, code []byte) error {
+	b := tx.Bucket(bucketCode)
+	if b.Get([]byte(sha)) != nil {
+		return nil
+	}
+	return b.Put([]byte(sha), code)
+}
