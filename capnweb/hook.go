@@ -1,6 +1,7 @@
 package capnweb
 
 import (
+	"slices"
 	"strconv"
 	"sync"
 )
@@ -255,6 +256,25 @@ func awaitAll(v any, cb func(any, error)) {
 			}
 		})
 	}
+}
+
+// hasPromises reports whether a canonical value contains a promise.
+func hasPromises(v any) bool {
+	switch v := v.(type) {
+	case *Promise:
+		return true
+	case []any:
+		return slices.ContainsFunc(v, hasPromises)
+	case map[string]any:
+		for _, e := range v {
+			if hasPromises(e) {
+				return true
+			}
+		}
+	case *Error:
+		return v != nil && hasPromises(v.Props)
+	}
+	return false
 }
 
 func collectPromises(v any, out *[]*Promise) {

@@ -54,7 +54,9 @@ type Stats struct {
 }
 
 // Session is one Cap'n Web connection between two peers. A single goroutine reads messages and
-// starts work in arrival order; another writes. Handlers run on their own goroutines.
+// starts work in arrival order; handlers run on pooled goroutines, never on the reader. Writes
+// are made by one goroutine at a time, taking every queued message: the writer goroutine, or a
+// handler goroutine sending its call's result (which saves a hand-over per call).
 type Session struct {
 	tr     Transport
 	opts   Options
@@ -74,11 +76,16 @@ type Session struct {
 	obligations int   // pulled results and own promises not answered yet
 	drained     chan struct{}
 	inputEnded  error
-	pullEagerly bool // pull every push at once (HTTP batch client)
+	pullEagerly bool       // pull every push at once (HTTP batch client)
+	parser      jsonParser // used by the goroutine that handles incoming messages
 	closed      bool
 	err         error
-	outq        [][]byte
-	wake        chan struct{}
+	outq        [][]byte      // messages waiting to be written (nil: flush marker)
+	spare       [][]byte      // the previous queue, reused by the writer
+	writing     bool          // a goroutine holds the writer role (see writeQueued)
+	direct      bool          // other goroutines than the writer may write (see releaseFlush)
+	holds       int           // flush holds (see holdFlush)
+	wake        chan struct{} // wakes the writer goroutine
 	broken      map[int]func(error)
 	nextBroken  int
 	done        chan struct{}
@@ -151,6 +158,10 @@ func newSession(tr Transport, opts Options) *Session {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	s.parser.maxDepth = s.lim.MaxDepth
+	// A batching transport sends its request on Flush, which stays on the writer goroutine.
+	_, batching := tr.(flusher)
+	s.direct = tr != nil && !batching
 	s.ctx, s.cancel = context.WithCancel(context.WithValue(parent, sessionKey{}, s))
 	var mainHook hook = errorHook{&Error{Name: "Error", Message: "This connection has no main object."}}
 	if opts.Main != nil {
@@ -266,46 +277,146 @@ func (s *Session) readLoop() {
 	}
 }
 
+// writeLoop is the writer goroutine: it writes queued messages whenever no other goroutine holds
+// the writer role, and closes the transport once the session has ended and the queue is empty.
 func (s *Session) writeLoop() {
 	defer s.wg.Done()
 	for {
 		s.mu.Lock()
-		for len(s.outq) == 0 && !s.closed {
+		for s.writing || (len(s.outq) == 0 && !s.closed) {
 			s.mu.Unlock()
 			<-s.wake
 			s.mu.Lock()
 		}
-		q, closed, reason := s.outq, s.closed, s.err
-		s.outq = nil
-		s.mu.Unlock()
-		for _, m := range q {
-			if m == nil {
-				s.tr.(flusher).Flush()
-				continue
-			}
-			if err := s.tr.WriteMessage(m); err != nil {
-				s.shutdown(&Error{Name: "Error", Message: err.Error()}, false)
-				_ = s.tr.Close(err)
-				return
-			}
-		}
-		if closed && len(q) == 0 {
+		if len(s.outq) == 0 {
+			reason := s.err
+			s.mu.Unlock()
 			_ = s.tr.Close(reason)
 			return
 		}
+		s.writing = true
+		s.mu.Unlock()
+		s.writeQueued()
 	}
 }
 
-// sendLocked queues a message; s.mu must be held.
+// writeQueued writes queued messages until the queue is empty, then gives up the writer role,
+// which the caller must hold. One goroutine at a time holds the role and takes the whole queue
+// each round, so messages keep their order and a burst goes out in one transport write.
+func (s *Session) writeQueued() {
+	for {
+		s.mu.Lock()
+		q := s.outq
+		if len(q) == 0 {
+			s.writing = false
+			if s.closed {
+				s.wakeWriterLocked() // to close the transport
+			}
+			s.mu.Unlock()
+			return
+		}
+		s.outq = s.spare[:0]
+		s.spare = nil
+		s.mu.Unlock()
+		err := s.writeBatch(q)
+		clear(q)
+		if err != nil {
+			s.shutdown(&Error{Name: "Error", Message: err.Error()}, false)
+			s.mu.Lock()
+			s.outq = nil
+			s.writing = false
+			s.wakeWriterLocked()
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Lock()
+		s.spare = q[:0]
+		s.mu.Unlock()
+	}
+}
+
+// batchWriter is implemented by transports that send several messages with one write.
+type batchWriter interface {
+	writeMessages(msgs [][]byte) error
+}
+
+// writeBatch writes messages in order; a nil entry makes a flusher transport send what came
+// before it.
+func (s *Session) writeBatch(q [][]byte) error {
+	for len(q) > 0 {
+		n := 0
+		for n < len(q) && q[n] != nil {
+			n++
+		}
+		if n > 0 {
+			if bw, ok := s.tr.(batchWriter); ok {
+				if err := bw.writeMessages(q[:n]); err != nil {
+					return err
+				}
+			} else {
+				for _, m := range q[:n] {
+					if err := s.tr.WriteMessage(m); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		if n == len(q) {
+			break
+		}
+		s.tr.(flusher).Flush()
+		q = q[n+1:]
+	}
+	return nil
+}
+
+// sendLocked queues a message; s.mu must be held. The writer goroutine is woken unless a
+// writer or a flush hold will take care of the message.
 func (s *Session) sendLocked(msg []byte) {
 	if s.closed {
 		return
 	}
 	s.outq = append(s.outq, msg)
+	if !s.writing && s.holds == 0 {
+		s.wakeWriterLocked()
+	}
+}
+
+func (s *Session) wakeWriterLocked() {
 	select {
 	case s.wake <- struct{}{}:
 	default:
 	}
+}
+
+// holdFlush defers writing what is queued until the matching releaseFlush, so that the messages
+// produced by one short burst of work (a call's completion and the resolutions it triggers)
+// leave together. The code between must not block.
+func (s *Session) holdFlush() {
+	s.mu.Lock()
+	s.holds++
+	s.mu.Unlock()
+}
+
+// releaseFlush ends a hold. When the last hold ends and nobody is writing, the queue is written
+// by the caller itself if direct (saving a hand-over to the writer goroutine), else by the
+// writer goroutine. Only goroutines other than the read loop may write directly, so that a
+// stalled peer never stops the session from reading.
+func (s *Session) releaseFlush(direct bool) {
+	s.mu.Lock()
+	s.holds--
+	if s.holds > 0 || s.writing || len(s.outq) == 0 || s.tr == nil {
+		s.mu.Unlock()
+		return
+	}
+	if !direct || !s.direct || s.closed {
+		s.wakeWriterLocked()
+		s.mu.Unlock()
+		return
+	}
+	s.writing = true
+	s.mu.Unlock()
+	s.writeQueued()
 }
 
 // shutdown ends the session: pending imports fail with err, exports are disposed, broken
@@ -338,10 +449,7 @@ func (s *Session) shutdown(err error, abort bool) {
 		close(s.drained)
 		s.drained = nil
 	}
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
+	s.wakeWriterLocked()
 	s.mu.Unlock()
 	s.cancel()
 	for _, w := range waiters {
@@ -360,7 +468,7 @@ func (s *Session) shutdown(err error, abort bool) {
 
 // handleMessage processes one incoming message; a returned error is a protocol violation.
 func (s *Session) handleMessage(data []byte) error {
-	raw, err := parseJSON(data, s.lim)
+	raw, err := s.parser.parse(data, s.lim.MaxMessageSize)
 	if err != nil {
 		return err
 	}
@@ -485,7 +593,7 @@ func (s *Session) sendResolution(id int64, e *exportEntry, v any, err error) {
 	enc := &encState{s: s}
 	var msg []byte
 	if err == nil {
-		msg = append(strconv.AppendInt([]byte(`["resolve",`), id, 10), ',')
+		msg = append(strconv.AppendInt(newMessage(`["resolve",`), id, 10), ',')
 		if msg, err = encodeValue(msg, v, enc, s.lim.MaxDepth); err == nil {
 			msg = append(msg, ']')
 		}
@@ -508,7 +616,7 @@ func (s *Session) rejectMessage(id int64, err error, enc *encState) []byte {
 			err = rewritten
 		}
 	}
-	prefix := append(strconv.AppendInt([]byte(`["reject",`), id, 10), ',')
+	prefix := append(strconv.AppendInt(newMessage(`["reject",`), id, 10), ',')
 	we, encErr := canonError(s, toWireError(err), 0)
 	var msg []byte
 	if encErr == nil {
@@ -662,7 +770,7 @@ func (s *Session) maybeReleaseLocked(e *importEntry) {
 	if s.imports[e.id] == e {
 		delete(s.imports, e.id)
 	}
-	msg := strconv.AppendInt([]byte(`["release",`), e.id, 10)
+	msg := strconv.AppendInt(newMessage(`["release",`), e.id, 10)
 	msg = append(strconv.AppendInt(append(msg, ','), e.intro, 10), ']')
 	s.sendLocked(msg)
 }
@@ -921,7 +1029,7 @@ func (h *importHook) whenSettled(cb func(any, error)) {
 		e.waiters = append(e.waiters, cb)
 		if e.needPull && !e.pullSent && !e.resolvedRemote {
 			e.pullSent = true
-			s.sendLocked(append(strconv.AppendInt([]byte(`["pull",`), e.id, 10), ']'))
+			s.sendLocked(append(strconv.AppendInt(newMessage(`["pull",`), e.id, 10), ']'))
 		}
 		s.mu.Unlock()
 	}
@@ -980,7 +1088,7 @@ func (h *importHook) push(build func(b []byte, enc *encState) ([]byte, error)) h
 	s.mu.Unlock()
 
 	enc := &encState{s: s}
-	msg, err := build([]byte(`["push",`), enc)
+	msg, err := build(newMessage(`["push",`), enc)
 	s.mu.Lock()
 	e.inflight--
 	if err != nil || s.closed {
@@ -998,7 +1106,7 @@ func (h *importHook) push(build func(b []byte, enc *encState) ([]byte, error)) h
 	s.sendLocked(append(msg, ']'))
 	if s.pullEagerly {
 		ne.pullSent = true
-		s.sendLocked(append(strconv.AppendInt([]byte(`["pull",`), ne.id, 10), ']'))
+		s.sendLocked(append(strconv.AppendInt(newMessage(`["pull",`), ne.id, 10), ']'))
 	}
 	enc.unpinLocked()
 	s.maybeReleaseLocked(e)
@@ -1020,4 +1128,10 @@ func encodeArgs(b []byte, args []any, enc capEncoder, depth int) ([]byte, error)
 		}
 	}
 	return append(b, ']'), nil
+}
+
+// newMessage starts an outgoing message with prefix, with room for a typical message so that
+// appending ids and small values does not reallocate.
+func newMessage(prefix string) []byte {
+	return append(make([]byte, 0, 64), prefix...)
 }

@@ -163,36 +163,69 @@ func (t *targetHook) call(path []any, args []any, isCall bool) hook {
 		s.mu.Unlock()
 	}
 	lt.addRef()
-	ctx, cancel := context.WithCancel(base)
-	r := newPromiseHook(s)
-	r.onCancel = cancel
-	finish := func(v any, err error) {
-		cancel()
-		lt.release()
-		if s != nil {
-			s.mu.Lock()
-			s.pending--
-			s.mu.Unlock()
-		}
-		r.resolveWith(v, err)
-	}
+	c := &localCall{lt: lt, path: path, isCall: isCall, ctx: callCtx{parent: base}, result: newPromiseHook(s)}
+	c.result.onCancel = c.ctx.cancel
 	var argv any
 	if isCall {
 		argv = args
 	}
-	awaitAll(argv, func(resolved any, err error) {
-		if err != nil {
-			finish(nil, err)
-			return
-		}
-		lt.q.push(func(tn *turn) {
-			list, _ := resolved.([]any)
-			v, err := lt.invoke(context.WithValue(ctx, turnKey{}, tn), path, list, isCall)
-			disposeValue(resolved)
-			finish(v, err)
-		})
-	})
-	return r
+	if hasPromises(argv) {
+		awaitAll(argv, c.start)
+	} else {
+		c.start(argv, nil) // without making c.start a closure
+	}
+	return c.result
+}
+
+// localCall is one call (or property read) on a local target, from queueing to its result.
+type localCall struct {
+	lt     *localTarget
+	path   []any
+	isCall bool
+	args   any // the arguments, promises resolved
+	ctx    callCtx
+	turn   turn
+	result *promiseHook
+}
+
+// start queues the call once the promises among its arguments have resolved.
+func (c *localCall) start(args any, err error) {
+	if err != nil {
+		c.finish(nil, err)
+		return
+	}
+	c.args = args
+	c.lt.q.push(c)
+}
+
+// run runs the call in its turn (c.turn).
+func (c *localCall) run() {
+	c.ctx.turn = &c.turn
+	list, _ := c.args.([]any)
+	v, err := c.lt.invoke(&c.ctx, c.path, list, c.isCall)
+	disposeValue(c.args)
+	s := c.lt.s
+	if s == nil {
+		c.finish(v, err)
+		return
+	}
+	// Send the resolution from here unless more calls wait on this target, in which case the
+	// writer goroutine collects the results of several calls in one write.
+	s.holdFlush()
+	c.finish(v, err)
+	s.releaseFlush(!c.lt.q.hasMore())
+}
+
+// finish settles the result and releases what the call held.
+func (c *localCall) finish(v any, err error) {
+	c.ctx.cancel()
+	c.lt.release()
+	if s := c.lt.s; s != nil {
+		s.mu.Lock()
+		s.pending--
+		s.mu.Unlock()
+	}
+	c.result.resolveWith(v, err)
 }
 
 // invoke runs one call or property read on the target; the result is a canonical value owned by
@@ -212,7 +245,7 @@ func (lt *localTarget) invoke(ctx context.Context, path []any, args []any, isCal
 		if !lt.fn.IsValid() {
 			return nil, TypeError("'' is not a function.")
 		}
-		return callFunc(ctx, lt.s, lt.fn, funcInfoOf(lt.fn.Type()), args)
+		return callFunc(ctx, lt.s, lt.fn, reflect.Value{}, funcInfoOf(lt.fn.Type()), args)
 	}
 	name, _ := path[0].(string)
 	rest := path[1:]
@@ -242,11 +275,11 @@ func (lt *localTarget) invoke(ctx context.Context, path []any, args []any, isCal
 			if m == nil {
 				return nil, TypeError("'%s' is not a function.", pathString(path))
 			}
-			return callFunc(ctx, lt.s, lt.recv.Method(m.index), m.fi, args)
+			return callFunc(ctx, lt.s, m.fn, lt.recv, m.fi, args)
 		case m == nil:
 			prop = Undefined
 		case m.getter:
-			if prop, err = callFunc(ctx, lt.s, lt.recv.Method(m.index), m.fi, nil); err != nil {
+			if prop, err = callFunc(ctx, lt.s, m.fn, lt.recv, m.fi, nil); err != nil {
 				return nil, err
 			}
 		default:
@@ -273,6 +306,7 @@ func (lt *localTarget) logger() *slog.Logger {
 // methodInfo describes one exported method of a target type.
 type methodInfo struct {
 	index  int
+	fn     reflect.Value // the method as a func taking the receiver first
 	fi     *funcInfo
 	getter bool // no parameters and a result: a property read runs it
 }
@@ -309,7 +343,7 @@ func methodsOf(t reflect.Type) map[string]*methodInfo {
 		}
 		fi := analyzeFunc(m.Type, 1) // skip the receiver
 		getter := len(fi.params) == 0 && !fi.variadic && fi.hasResult
-		out[jsName(m.Name)] = &methodInfo{index: i, fi: fi, getter: getter}
+		out[jsName(m.Name)] = &methodInfo{index: i, fn: m.Func, fi: fi, getter: getter}
 	}
 	methodCache.Store(t, out)
 	return out
@@ -397,10 +431,14 @@ func analyzeFunc(t reflect.Type, first int) *funcInfo {
 	return fi
 }
 
-// callFunc converts args to fn's parameter types, calls it and canonicalizes the result.
-// Missing arguments are zero values; extra arguments are ignored, as in JavaScript.
-func callFunc(ctx context.Context, s *Session, fn reflect.Value, fi *funcInfo, args []any) (any, error) {
-	in := make([]reflect.Value, 0, len(fi.params)+1)
+// callFunc converts args to fn's parameter types, calls it (with recv first, if valid) and
+// canonicalizes the result. Missing arguments are zero values; extra arguments are ignored, as
+// in JavaScript.
+func callFunc(ctx context.Context, s *Session, fn, recv reflect.Value, fi *funcInfo, args []any) (any, error) {
+	in := make([]reflect.Value, 0, len(fi.params)+2)
+	if recv.IsValid() {
+		in = append(in, recv)
+	}
 	if fi.hasCtx {
 		in = append(in, reflect.ValueOf(ctx))
 	}
@@ -441,7 +479,8 @@ func callFunc(ctx context.Context, s *Session, fn reflect.Value, fi *funcInfo, a
 // queue until it returns, awaits a promise, or calls Unblock.
 type callQueue struct {
 	mu      sync.Mutex
-	items   []func(*turn)
+	items   []*localCall // items[head:] wait
+	head    int
 	running bool
 }
 
@@ -453,32 +492,45 @@ type turn struct {
 
 type turnKey struct{}
 
-func (q *callQueue) push(f func(*turn)) {
+func (q *callQueue) push(c *localCall) {
 	q.mu.Lock()
-	q.items = append(q.items, f)
+	if len(q.items) == cap(q.items) && q.head > 0 { // move the waiting calls to the front
+		n := copy(q.items, q.items[q.head:])
+		clear(q.items[n:])
+		q.items, q.head = q.items[:n], 0
+	}
+	q.items = append(q.items, c)
 	start := !q.running
 	q.running = true
 	q.mu.Unlock()
 	if start {
-		go q.run()
+		goWork(q.run)
 	}
+}
+
+// hasMore reports whether calls are waiting in the queue.
+func (q *callQueue) hasMore() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.head < len(q.items)
 }
 
 func (q *callQueue) run() {
 	for {
 		q.mu.Lock()
-		if len(q.items) == 0 {
+		if q.head == len(q.items) {
+			q.items, q.head = q.items[:0], 0 // reuse the array
 			q.running = false
 			q.mu.Unlock()
 			return
 		}
-		f := q.items[0]
-		q.items[0] = nil
-		q.items = q.items[1:]
+		c := q.items[q.head]
+		q.items[q.head] = nil
+		q.head++
 		q.mu.Unlock()
-		t := &turn{q: q}
-		f(t)
-		if !t.state.CompareAndSwap(0, 2) {
+		c.turn.q = q
+		c.run()
+		if !c.turn.state.CompareAndSwap(0, 2) {
 			return // released early: another goroutine runs the rest of the queue
 		}
 	}
@@ -486,7 +538,7 @@ func (q *callQueue) run() {
 
 func (t *turn) release() {
 	if t.state.CompareAndSwap(0, 1) {
-		go t.q.run()
+		goWork(t.q.run)
 	}
 }
 

@@ -6,10 +6,12 @@ import (
 )
 
 // Transport carries whole messages, in order, between two peers. A session calls ReadMessage
-// from one goroutine and WriteMessage from another. Close must unblock ReadMessage.
+// from one goroutine, and WriteMessage from one goroutine at a time (not always the same one).
+// Close must unblock ReadMessage.
 type Transport interface {
 	// ReadMessage returns the next message. Any error ends the session; return a *protocolError
-	// (via the session) only for malformed frames.
+	// (via the session) only for malformed frames. The session does not keep the slice after
+	// the next call, so a transport may reuse it.
 	ReadMessage() ([]byte, error)
 	// WriteMessage sends one message.
 	WriteMessage(msg []byte) error
@@ -33,7 +35,8 @@ func Pipe() (Transport, Transport) {
 type pipeEnd struct {
 	peer   *pipeEnd
 	mu     sync.Mutex
-	inbox  [][]byte
+	inbox  [][]byte // inbox[head:] are unread
+	head   int
 	notify chan struct{}
 	done   chan struct{}
 	once   sync.Once
@@ -43,10 +46,13 @@ type pipeEnd struct {
 func (p *pipeEnd) ReadMessage() ([]byte, error) {
 	for {
 		p.mu.Lock()
-		if len(p.inbox) > 0 {
-			m := p.inbox[0]
-			p.inbox[0] = nil
-			p.inbox = p.inbox[1:]
+		if p.head < len(p.inbox) {
+			m := p.inbox[p.head]
+			p.inbox[p.head] = nil
+			p.head++
+			if p.head == len(p.inbox) {
+				p.inbox, p.head = p.inbox[:0], 0 // reuse the array
+			}
 			p.mu.Unlock()
 			return m, nil
 		}
@@ -57,7 +63,7 @@ func (p *pipeEnd) ReadMessage() ([]byte, error) {
 			return nil, p.closeErr()
 		case <-p.peer.done:
 			p.mu.Lock()
-			empty := len(p.inbox) == 0
+			empty := p.head == len(p.inbox)
 			p.mu.Unlock()
 			if empty {
 				return nil, p.peer.closeErr()
@@ -76,6 +82,11 @@ func (p *pipeEnd) closeErr() error {
 }
 
 func (p *pipeEnd) WriteMessage(msg []byte) error {
+	return p.writeMessages([][]byte{msg})
+}
+
+// writeMessages delivers several messages with one wake-up of the reader.
+func (p *pipeEnd) writeMessages(msgs [][]byte) error {
 	select {
 	case <-p.done:
 		return ErrTransportClosed
@@ -85,7 +96,12 @@ func (p *pipeEnd) WriteMessage(msg []byte) error {
 	}
 	q := p.peer
 	q.mu.Lock()
-	q.inbox = append(q.inbox, msg)
+	if len(q.inbox)+len(msgs) > cap(q.inbox) && q.head > 0 { // move the unread messages to the front
+		n := copy(q.inbox, q.inbox[q.head:])
+		clear(q.inbox[n:])
+		q.inbox, q.head = q.inbox[:n], 0
+	}
+	q.inbox = append(q.inbox, msgs...)
 	q.mu.Unlock()
 	select {
 	case q.notify <- struct{}{}:

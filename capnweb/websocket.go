@@ -2,10 +2,15 @@ package capnweb
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -17,27 +22,56 @@ const closeCodeRPC = 3000
 const (
 	defaultKeepAlive = 30 * time.Second
 	writeTimeout     = 10 * time.Second
+	closeTimeout     = time.Second
+	// keepBufferSize is the largest read or write buffer kept for the next message.
+	keepBufferSize = 64 << 10
 )
 
-// wsTransport carries messages as WebSocket text frames, with ping/pong keepalive.
+// wsTransport carries messages as WebSocket text frames, with ping/pong keepalive. gorilla reads
+// frames; this type writes them itself, straight to the connection, so that a batch of messages
+// (each its own frame) leaves in one system call. Control frames wait for the data write in
+// progress instead of blocking the reader (see queueControl).
 type wsTransport struct {
 	c         *websocket.Conn
+	nc        net.Conn
+	client    bool // frames are masked
 	keepAlive time.Duration
 	done      chan struct{}
 	once      sync.Once
 	wg        sync.WaitGroup
+
+	rbuf       []byte    // reused by ReadMessage
+	lastExtend time.Time // when the read deadline was last moved (read loop only)
+
+	wmu           sync.Mutex // serializes writes to nc; guards the fields below
+	wbuf          []byte
+	writeDeadline time.Time
+	closeSent     bool
+
+	cmu        sync.Mutex // guards ping and pong
+	ping       bool       // a ping is due
+	pong       []byte     // payload of the pong due, if not nil
+	ctrlQueued atomic.Bool
 }
 
 // newWSTransport wraps an open connection. keepAlive 0 means the default, negative disables it.
-func newWSTransport(c *websocket.Conn, keepAlive time.Duration, maxMessage int) *wsTransport {
+func newWSTransport(c *websocket.Conn, client bool, keepAlive time.Duration, maxMessage int) *wsTransport {
 	if keepAlive == 0 {
 		keepAlive = defaultKeepAlive
 	}
-	t := &wsTransport{c: c, keepAlive: keepAlive, done: make(chan struct{})}
+	t := &wsTransport{c: c, nc: c.NetConn(), client: client, keepAlive: keepAlive, done: make(chan struct{})}
 	c.SetReadLimit(int64(maxMessage))
+	c.SetPingHandler(func(data string) error {
+		t.queueControl(websocket.PongMessage, []byte(data))
+		return nil
+	})
+	c.SetCloseHandler(func(code int, _ string) error {
+		t.writeClose(code, "") // echo the code, as gorilla's default handler does
+		return nil
+	})
 	if keepAlive > 0 {
-		t.extendDeadline()
-		c.SetPongHandler(func(string) error { t.extendDeadline(); return nil })
+		t.extendDeadline(time.Now())
+		c.SetPongHandler(func(string) error { t.extendDeadline(time.Now()); return nil })
 		t.wg.Add(1)
 		go t.pingLoop()
 	}
@@ -45,9 +79,10 @@ func newWSTransport(c *websocket.Conn, keepAlive time.Duration, maxMessage int) 
 }
 
 // extendDeadline gives the peer two ping intervals to show it is alive.
-func (t *wsTransport) extendDeadline() {
+func (t *wsTransport) extendDeadline(now time.Time) {
 	if t.keepAlive > 0 {
-		_ = t.c.SetReadDeadline(time.Now().Add(2 * t.keepAlive))
+		t.lastExtend = now
+		_ = t.c.SetReadDeadline(now.Add(2 * t.keepAlive))
 	}
 }
 
@@ -60,35 +95,184 @@ func (t *wsTransport) pingLoop() {
 		case <-t.done:
 			return
 		case <-tick.C:
-			if err := t.c.WriteControl(websocket.PingMessage, nil, time.Now().Add(writeTimeout)); err != nil {
-				return
-			}
+			t.queueControl(websocket.PingMessage, nil)
 		}
 	}
 }
 
+// ReadMessage returns the next text message. The slice is reused by the next call (the session
+// copies what it keeps while parsing).
 func (t *wsTransport) ReadMessage() ([]byte, error) {
-	typ, data, err := t.c.ReadMessage()
+	typ, r, err := t.c.NextReader()
 	if err != nil {
-		var ce *websocket.CloseError
-		switch {
-		case errors.As(err, &ce):
-			return nil, fmt.Errorf("Peer closed WebSocket: %d %s", ce.Code, ce.Text)
-		case errors.Is(err, websocket.ErrReadLimit):
-			return nil, badMessage("message exceeds the size limit")
-		}
-		return nil, fmt.Errorf("WebSocket connection failed: %w", err)
+		return nil, readError(err)
 	}
-	t.extendDeadline()
 	if typ != websocket.TextMessage {
 		return nil, badMessage("binary WebSocket frames are not allowed")
 	}
-	return data, nil
+	buf := t.rbuf[:0]
+	if buf == nil {
+		buf = make([]byte, 0, 512)
+	}
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, readError(err)
+		}
+	}
+	if cap(buf) <= keepBufferSize {
+		t.rbuf = buf
+	} else {
+		t.rbuf = nil
+	}
+	// Moving the deadline costs a timer update: do it at most four times per interval.
+	if t.keepAlive > 0 {
+		if now := time.Now(); now.Sub(t.lastExtend) > t.keepAlive/4 {
+			t.extendDeadline(now)
+		}
+	}
+	return buf, nil
 }
 
+// readError describes why reading a message failed.
+func readError(err error) error {
+	var ce *websocket.CloseError
+	switch {
+	case errors.As(err, &ce):
+		return fmt.Errorf("Peer closed WebSocket: %d %s", ce.Code, ce.Text)
+	case errors.Is(err, websocket.ErrReadLimit):
+		return badMessage("message exceeds the size limit")
+	}
+	return fmt.Errorf("WebSocket connection failed: %w", err)
+}
+
+// WriteMessage sends one message as a text frame.
 func (t *wsTransport) WriteMessage(msg []byte) error {
-	_ = t.c.SetWriteDeadline(time.Now().Add(writeTimeout))
-	return t.c.WriteMessage(websocket.TextMessage, msg)
+	return t.writeMessages([][]byte{msg})
+}
+
+// writeMessages sends each message as its own text frame, all in one write.
+func (t *wsTransport) writeMessages(msgs [][]byte) error {
+	t.wmu.Lock()
+	buf := t.wbuf[:0]
+	for _, m := range msgs {
+		buf = appendFrame(buf, websocket.TextMessage, m, t.client)
+	}
+	err := t.writeLocked(buf, writeTimeout)
+	if cap(buf) <= keepBufferSize {
+		t.wbuf = buf
+	} else {
+		t.wbuf = nil
+	}
+	t.wmu.Unlock()
+	t.flushControl()
+	return err
+}
+
+// writeLocked writes frames to the connection within about timeout; t.wmu must be held. Moving
+// the deadline costs a timer update, so it is only moved when less than half the timeout is
+// left.
+func (t *wsTransport) writeLocked(frames []byte, timeout time.Duration) error {
+	if t.closeSent {
+		return websocket.ErrCloseSent
+	}
+	if now := time.Now(); t.writeDeadline.Sub(now) < timeout/2 || t.writeDeadline.Sub(now) > timeout {
+		t.writeDeadline = now.Add(timeout)
+		_ = t.nc.SetWriteDeadline(t.writeDeadline)
+	}
+	_, err := t.nc.Write(frames)
+	return err
+}
+
+// queueControl sends a ping or pong frame as soon as no data write is in progress. It never
+// waits for one, so the ping handler cannot stall the read loop behind a slow peer. Only the
+// latest pong is kept (RFC 6455 section 5.5.3), so a flood of pings costs no memory.
+func (t *wsTransport) queueControl(typ int, data []byte) {
+	t.cmu.Lock()
+	if typ == websocket.PingMessage {
+		t.ping = true
+	} else {
+		t.pong = append(t.pong[:0:0], data...)
+	}
+	t.ctrlQueued.Store(true)
+	t.cmu.Unlock()
+	t.flushControl()
+}
+
+// flushControl writes the queued control frames if the connection is free. If another
+// goroutine is writing, it calls flushControl again when it is done.
+func (t *wsTransport) flushControl() {
+	for t.ctrlQueued.Load() && t.wmu.TryLock() {
+		t.cmu.Lock()
+		var frames []byte
+		if t.ping {
+			frames = appendFrame(frames, websocket.PingMessage, nil, t.client)
+		}
+		if t.pong != nil {
+			frames = appendFrame(frames, websocket.PongMessage, t.pong, t.client)
+		}
+		t.ping, t.pong = false, nil
+		t.ctrlQueued.Store(false)
+		t.cmu.Unlock()
+		_ = t.writeLocked(frames, writeTimeout)
+		t.wmu.Unlock()
+	}
+}
+
+// writeClose sends a close frame, once.
+func (t *wsTransport) writeClose(code int, text string) {
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	if !t.closeSent {
+		_ = t.writeLocked(appendFrame(nil, websocket.CloseMessage, websocket.FormatCloseMessage(code, text), t.client), closeTimeout)
+		t.closeSent = true
+	}
+}
+
+// appendFrame appends one final WebSocket frame (RFC 6455 section 5.2), masked with a random
+// key when the client sends it.
+func appendFrame(b []byte, typ int, payload []byte, masked bool) []byte {
+	b = append(b, 0x80|byte(typ))
+	var maskBit byte
+	if masked {
+		maskBit = 0x80
+	}
+	switch n := len(payload); {
+	case n < 126:
+		b = append(b, maskBit|byte(n))
+	case n <= 0xffff:
+		b = binary.BigEndian.AppendUint16(append(b, maskBit|126), uint16(n))
+	default:
+		b = binary.BigEndian.AppendUint64(append(b, maskBit|127), uint64(n))
+	}
+	if !masked {
+		return append(b, payload...)
+	}
+	key := rand.Uint32()
+	b = binary.LittleEndian.AppendUint32(b, key)
+	start := len(b)
+	b = append(b, payload...)
+	maskBytes(b[start:], key)
+	return b
+}
+
+// maskBytes XORs p with the little-endian key repeated, eight bytes at a time.
+func maskBytes(p []byte, key uint32) {
+	k8 := uint64(key) | uint64(key)<<32
+	for len(p) >= 8 {
+		binary.LittleEndian.PutUint64(p, binary.LittleEndian.Uint64(p)^k8)
+		p = p[8:]
+	}
+	for i := range p {
+		p[i] ^= byte(key >> (8 * (i % 4)))
+	}
 }
 
 // Close sends a close frame (code 3000 with the reason, cut to 123 bytes) and closes the socket.
@@ -105,7 +289,7 @@ func (t *wsTransport) Close(reason error) error {
 				text = text[:123]
 			}
 		}
-		_ = t.c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), time.Now().Add(time.Second))
+		t.writeClose(code, text)
 		err = t.c.Close()
 		close(t.done)
 		t.wg.Wait()
@@ -127,7 +311,7 @@ func DialWebSocket(ctx context.Context, url string, opts Options) (*Session, err
 		opts.Peer = PeerInfo{Transport: "websocket", RemoteAddr: c.RemoteAddr().String()}
 	}
 	lim := opts.Limits.withDefaults()
-	return NewSession(newWSTransport(c, opts.KeepAlive, lim.MaxMessageSize), opts), nil
+	return NewSession(newWSTransport(c, true, opts.KeepAlive, lim.MaxMessageSize), opts), nil
 }
 
 // ServeWebSocket upgrades the request and runs a session until it ends.
@@ -142,7 +326,7 @@ func (srv *Server) ServeWebSocket(w http.ResponseWriter, r *http.Request) {
 		disposeMain(opts.Main)
 		return // Upgrade has answered the request
 	}
-	s := NewSession(newWSTransport(c, opts.KeepAlive, opts.Limits.withDefaults().MaxMessageSize), opts)
+	s := NewSession(newWSTransport(c, false, opts.KeepAlive, opts.Limits.withDefaults().MaxMessageSize), opts)
 	if srv.OnSession != nil {
 		srv.OnSession(s)
 	}

@@ -1,27 +1,32 @@
 // Command benchcmp compares the throughput and latency of the Go Cap'n Web conformance server
 // with the official Node server, driving both with the same official client (node/bench.mjs,
-// calls to add(1, 2) over WebSocket).
+// calls to add(1, 2) over WebSocket) in one run.
 //
 // Usage (from anywhere in the module):
 //
-//	go run ./tests/capnweb/benchcmp [--duration 6s] [--json]
+//	go run ./tests/capnweb/benchcmp [--duration 3s] [--rounds 2] [--clients 2] [--json]
 //
-// The server CPU time per call (Linux /proc) shows server efficiency even where the single
-// Node client process, not the server, limits the call rate.
+// One Node client process saturates before either server, so the 100-session rows run --clients
+// bench.mjs processes side by side (the sessions spread over them) that measure the same
+// wall-clock window; their calls and latency histograms are merged. The single-session rows
+// have one client. Server CPU time per call (Linux /proc, over the measured windows) is the
+// fairest column: on a small machine the client processes take CPU from the server, and the
+// "limit" column says what bounded each run.
 //
-// Each of the four scenarios (sequential and pipelined, over 1 and 100 sessions) runs for
-// --duration against each server, so the default takes about a minute. The output is a table
-// with one row per scenario, or with --json one JSON document.
+// Each of the four scenarios (sequential and pipelined, over 1 and 100 sessions) runs --rounds
+// times against each server, alternating which server goes first so that a change in the
+// machine's load affects both alike; the runs of a server are merged. With the defaults this
+// takes about 80 seconds. The output is a table with one row per scenario, or with --json one
+// JSON document.
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"strconv"
+	"runtime"
 	"text/tabwriter"
 	"time"
 
@@ -37,7 +42,7 @@ type scenario struct {
 }
 
 // scenarios keeps about a thousand calls in flight in the pipelined rows at most: deeper
-// pipelines over 100 sessions only measure queueing in the single-threaded client.
+// pipelines over 100 sessions only measure queueing in the clients.
 var scenarios = []scenario{
 	{Name: "seq, 1 session", Mode: "seq", Sessions: 1, Depth: 1},
 	{Name: "pipelined x100, 1 session", Mode: "pipelined", Sessions: 1, Depth: 100},
@@ -45,39 +50,41 @@ var scenarios = []scenario{
 	{Name: "pipelined x10, 100 sessions", Mode: "pipelined", Sessions: 100, Depth: 10},
 }
 
-// measurement is the JSON line printed by bench.mjs.
-type measurement struct {
-	Calls     int     `json:"calls"`
-	CallsPerS float64 `json:"calls_per_s"`
-	P50Millis float64 `json:"p50_ms"`
-	P99Millis float64 `json:"p99_ms"`
-	DurationS float64 `json:"duration_s"`
-	ErrorText string  `json:"error,omitempty"`
-	// ServerCPUPerCall is the server's CPU time per call in microseconds, measured over the
-	// whole bench.mjs run (connecting and warm-up included, so it slightly overstates).
-	ServerCPUPerCall float64 `json:"server_cpu_us_per_call"`
-}
-
 // row is one scenario measured against both servers.
 type row struct {
 	scenario
-	Go    measurement `json:"go"`
-	Node  measurement `json:"node"`
-	Ratio float64     `json:"go_over_node"`
+	Clients int         `json:"clients"`
+	Go      measurement `json:"go"`
+	Node    measurement `json:"node"`
+	Ratio   float64     `json:"go_over_node"`
+}
+
+// config holds the command-line settings.
+type config struct {
+	duration, warmup time.Duration
+	clients, rounds  int
+	asJSON           bool
 }
 
 func main() {
-	duration := flag.Duration("duration", 6*time.Second, "measured time per scenario and server")
-	warmup := flag.Duration("warmup", 500*time.Millisecond, "unmeasured warm-up per run")
-	asJSON := flag.Bool("json", false, "print JSON instead of a table")
+	var cfg config
+	flag.DurationVar(&cfg.duration, "duration", 3*time.Second, "measured window per run")
+	flag.DurationVar(&cfg.warmup, "warmup", time.Second, "calls before the window, after every client has connected")
+	flag.IntVar(&cfg.clients, "clients", 2, "client processes for the 100-session rows")
+	flag.IntVar(&cfg.rounds, "rounds", 2, "runs per scenario and server, alternating the servers")
+	flag.BoolVar(&cfg.asJSON, "json", false, "print JSON instead of a table")
 	flag.Parse()
-	if err := run(os.Stdout, *duration, *warmup, *asJSON); err != nil {
+	if cfg.clients < 1 || cfg.rounds < 1 {
+		fmt.Fprintln(os.Stderr, "benchcmp: --clients and --rounds must be at least 1")
+		os.Exit(2)
+	}
+	if err := run(os.Stdout, cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "benchcmp:", err)
 		os.Exit(1)
 	}
 }
 
-func run(w io.Writer, duration, warmup time.Duration, asJSON bool) error {
+func run(w io.Writer, cfg config) error {
 	root, err := capnweb.ModuleRoot()
 	if err != nil {
 		return err
@@ -108,72 +115,73 @@ func run(w io.Writer, duration, warmup time.Duration, asJSON bool) error {
 
 	var rows []row
 	for _, sc := range scenarios {
-		r := row{scenario: sc}
-		if r.Go, err = measure(nodeDir, goSrv, sc, duration, warmup); err != nil {
-			return fmt.Errorf("%s against the Go server: %w\nserver output:\n%s", sc.Name, err, goSrv.Output())
+		r := row{scenario: sc, Clients: min(cfg.clients, sc.Sessions)}
+		b := bench{nodeDir: nodeDir, sc: sc, clients: r.Clients, duration: cfg.duration, warmup: cfg.warmup}
+		var goRuns, nodeRuns []runResult
+		for round := range cfg.rounds {
+			// Alternate the order (Go, Node, Node, Go, ...) so that a drift in the machine's
+			// load affects both servers alike.
+			order := []bool{true, false}
+			if round%2 == 1 {
+				order = []bool{false, true}
+			}
+			for _, isGo := range order {
+				srv, name, runs := goSrv, "Go", &goRuns
+				if !isGo {
+					srv, name, runs = nodeSrv, "Node", &nodeRuns
+				}
+				res, err := b.measure(srv)
+				if err != nil {
+					return fmt.Errorf("%s against the %s server: %w\nserver output:\n%s", sc.Name, name, err, srv.Output())
+				}
+				*runs = append(*runs, res)
+			}
 		}
-		if r.Node, err = measure(nodeDir, nodeSrv, sc, duration, warmup); err != nil {
-			return fmt.Errorf("%s against the Node server: %w\nserver output:\n%s", sc.Name, err, nodeSrv.Output())
-		}
+		r.Go = b.merge(goRuns, float64(runtime.NumCPU()))
+		r.Node = b.merge(nodeRuns, 1) // JavaScript runs on one thread
 		if r.Node.CallsPerS > 0 {
 			r.Ratio = r.Go.CallsPerS / r.Node.CallsPerS
 		}
 		rows = append(rows, r)
 	}
-	if asJSON {
+	if cfg.asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"duration_s": duration.Seconds(), "rows": rows})
+		return enc.Encode(map[string]any{
+			"duration_s": cfg.duration.Seconds(), "rounds": cfg.rounds, "clients": cfg.clients,
+			"cpus": runtime.NumCPU(), "rows": rows,
+		})
 	}
-	return printTable(w, rows)
-}
-
-// measure runs bench.mjs for one scenario against one server.
-func measure(nodeDir string, srv *capnweb.Server, sc scenario, duration, warmup time.Duration) (measurement, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), duration+warmup+time.Minute)
-	defer cancel()
-	cpuBefore, err := srv.CPUTime()
-	if err != nil {
-		return measurement{}, err
-	}
-	out, err := capnweb.RunNode(ctx, nodeDir, "bench.mjs", "--url", srv.URL,
-		"--mode", sc.Mode, "--sessions", strconv.Itoa(sc.Sessions), "--depth", strconv.Itoa(sc.Depth),
-		"--duration", strconv.FormatFloat(duration.Seconds(), 'f', -1, 64),
-		"--warmup", strconv.FormatFloat(warmup.Seconds(), 'f', -1, 64))
-	var m measurement
-	if jsonErr := json.Unmarshal(out, &m); jsonErr != nil {
-		return m, fmt.Errorf("bench.mjs output %q: %w (run: %v)", out, jsonErr, err)
-	}
-	if m.ErrorText != "" {
-		return m, fmt.Errorf("bench.mjs: %s", m.ErrorText)
-	}
-	if err != nil {
-		return m, err
-	}
-	cpuAfter, err := srv.CPUTime()
-	if err != nil {
-		return m, err
-	}
-	if m.Calls > 0 {
-		m.ServerCPUPerCall = float64((cpuAfter - cpuBefore).Microseconds()) / float64(m.Calls)
-	}
-	return m, nil
+	return printTable(w, rows, cfg)
 }
 
 // printTable writes the rows as a table with a left-aligned scenario column and right-aligned
-// numbers.
-func printTable(w io.Writer, rows []row) error {
+// numbers, under a header that explains the limit column.
+func printTable(w io.Writer, rows []row, cfg config) error {
+	fmt.Fprintf(w, "%d CPUs; per scenario %d runs per server (%v windows, servers alternating); single-session\n",
+		runtime.NumCPU(), cfg.rounds, cfg.duration)
+	fmt.Fprintf(w, "rows 1 client process, 100-session rows %d.\n", cfg.clients)
+	fmt.Fprintln(w, "limit (Go/Node): what bounded the run: client = a client process used >= 90% of a core,")
+	fmt.Fprintln(w, "server = the server used >= 90% of what it can (Node one core, Go every core), cpu = all")
+	fmt.Fprintln(w, "cores >= 90% busy (server, clients and other processes share them), latency = none: calls")
+	fmt.Fprintln(w, "wait on round trips.")
+	var other float64
+	for _, r := range rows {
+		other += r.Go.OtherCPU + r.Node.OtherCPU
+	}
+	fmt.Fprintf(w, "Other processes used %.2f cores on average during the runs.\n", other/float64(2*len(rows)))
 	width := len("scenario")
 	for _, r := range rows {
 		width = max(width, len(r.Name))
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "%-*s\tGo calls/s\tNode calls/s\tGo/Node\tGo p99 ms\tNode p99 ms\tGo CPU µs/call\tNode CPU µs/call\t\n",
-		width, "scenario")
+	fmt.Fprintf(tw, "%-*s\tGo calls/s\tNode calls/s\tGo/Node\tGo p50 ms\tNode p50 ms\tGo p99 ms\tNode p99 ms\t"+
+		"Go CPU µs/call\tNode CPU µs/call\tlimit\t\n", width, "scenario")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%-*s\t%.0f\t%.0f\t%.2f\t%.3f\t%.3f\t%.1f\t%.1f\t\n",
-			width, r.Name, r.Go.CallsPerS, r.Node.CallsPerS, r.Ratio, r.Go.P99Millis, r.Node.P99Millis,
-			r.Go.ServerCPUPerCall, r.Node.ServerCPUPerCall)
+		fmt.Fprintf(tw, "%-*s\t%.0f\t%.0f\t%.2f\t%.3f\t%.3f\t%.3f\t%.3f\t%.1f\t%.1f\t%s/%s\t\n",
+			width, r.Name, r.Go.CallsPerS, r.Node.CallsPerS, r.Ratio, r.Go.P50Millis, r.Node.P50Millis,
+			r.Go.P99Millis, r.Node.P99Millis, r.Go.ServerCPUPerCall, r.Node.ServerCPUPerCall,
+			r.Go.Limit, r.Node.Limit)
 	}
 	return tw.Flush()
 }

@@ -1,0 +1,102 @@
+package capnweb
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// parseJSON parses one message with a fresh parser.
+func parseJSON(data []byte, lim Limits) (any, error) {
+	p := jsonParser{maxDepth: lim.MaxDepth}
+	return p.parse(data, lim.MaxMessageSize)
+}
+
+// jsonCases exercise the corners of the JSON grammar; parseJSON must agree with encoding/json
+// on every one (same value, or both reject).
+var jsonCases = []string{
+	`null`, `true`, `false`, `0`, `-0`, `1`, `-1`, `123456789012345`, `1234567890123456789`,
+	`9007199254740993`, `1.5`, `-1.5e3`, `1E+2`, `1e-400`, `1e400`, `-1e400`, `0.1`, `01`, `1.`,
+	`.5`, `-`, `+1`, `1e`, `1e+`, `0x10`, `""`, `"abc"`, `"a\"b\\c\/d\b\f\n\r\t"`, `"\u0041\u00e9"`,
+	`"\ud83d\ude00"`, `"\ud83d"`, `"\ude00"`, `"\ud83dx"`, `"\ud83d\u0041"`, `"\ud83d\ud83d\ude00"`,
+	`"\u12"`, `"\x"`, "\"a\x01b\"", "\"\xff\xfe\"", "\"caf\xc3\xa9\"", "\"\xed\xa0\x80\"", `"abc`,
+	`[]`, `[ ]`, `[1,]`, `[,1]`, `[1 2]`, `[1,[2,[3]]]`, `{}`, `{"a":1}`, `{"a":1,"a":2}`,
+	`{"a" 1}`, `{a:1}`, `{"a":1,}`, `{"":[]}`, " \t\r\n[1] \n", `[1]x`, `[1]]`, ``, ` `, `nul`,
+	`truex`, `[true,false,null]`, `{"k":{"k":{"k":[{}]}}}`,
+	`["push",["pipeline",0,["add"],[1,2]]]`,
+}
+
+func TestParseJSONMatchesEncodingJSON(t *testing.T) {
+	for _, c := range jsonCases {
+		checkAgainstEncodingJSON(t, []byte(c))
+	}
+}
+
+// FuzzParseJSON compares parseJSON with encoding/json. Seeds: jsonCases and the FuzzDecode
+// corpus.
+func FuzzParseJSON(f *testing.F) {
+	for _, c := range jsonCases {
+		f.Add([]byte(c))
+	}
+	files, _ := filepath.Glob(filepath.Join("testdata", "fuzz", "FuzzDecode", "*"))
+	for _, name := range files {
+		if data, err := os.ReadFile(name); err == nil {
+			if lines := strings.SplitN(string(data), "\n", 3); len(lines) >= 2 {
+				if s, err := strconv.Unquote(strings.TrimSuffix(strings.TrimPrefix(lines[1], "[]byte("), ")")); err == nil {
+					f.Add([]byte(s))
+				}
+			}
+		}
+	}
+	f.Fuzz(checkAgainstEncodingJSON)
+}
+
+func checkAgainstEncodingJSON(t *testing.T, data []byte) {
+	lim := Limits{MaxDepth: 10000}.withDefaults()
+	got, err := parseJSON(data, lim)
+	var want any
+	wantErr := json.Unmarshal(data, &want)
+	switch {
+	case (err != nil) != (wantErr != nil):
+		t.Fatalf("%q: parseJSON error %v, encoding/json error %v", data, err, wantErr)
+	case err == nil && !reflect.DeepEqual(got, want):
+		t.Fatalf("%q: parseJSON gives %#v, encoding/json %#v", data, got, want)
+	case err == nil:
+		if f, ok := got.(float64); ok && f == 0 && math.Signbit(f) != math.Signbit(want.(float64)) {
+			t.Fatalf("%q: sign of zero differs", data)
+		}
+	}
+}
+
+func TestParseJSONDepth(t *testing.T) {
+	lim := Limits{MaxDepth: 3}.withDefaults()
+	if _, err := parseJSON([]byte(`[[[1]]]`), lim); err != nil {
+		t.Fatalf("depth 3 refused: %v", err)
+	}
+	for _, deep := range []string{`[[[[1]]]]`, `[{"a":[{}]}]`, `[[["]]]]]"],[[]]]]`} {
+		_, err := parseJSON([]byte(deep), lim)
+		if err == nil || !strings.Contains(err.Error(), "nesting depth") {
+			t.Fatalf("%s: got %v, want a nesting depth error", deep, err)
+		}
+	}
+}
+
+// BenchmarkParseJSON parses the messages of one call with a parser reused as a session does.
+func BenchmarkParseJSON(b *testing.B) {
+	lim := DefaultLimits()
+	msgs := [][]byte{[]byte(`["push",["pipeline",0,["add"],[1,2]]]`), []byte(`["pull",1]`), []byte(`["resolve",1,3]`)}
+	p := jsonParser{maxDepth: lim.MaxDepth}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, m := range msgs {
+			if _, err := p.parse(m, lim.MaxMessageSize); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
