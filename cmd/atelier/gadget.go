@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -85,11 +86,13 @@ func gadgetClient(ctx context.Context, server, workspace string) (*client, *capn
 func gadgetDeployCommand() command {
 	return command{
 		name:    "deploy",
-		usage:   "[--grant NAME,...] NAME FILE.wasm",
-		summary: "create a gadget from a component, or deploy a new version of it",
-		details: `Uploads a component (build one with sdk/build-gadget.sh) as gadget NAME of the current
-workspace: creates the gadget if there is none of that name, else makes the component its new
-current version. The gadget's state is kept across versions; 'atelier gadget rollback' returns
+		usage:   "[--grant NAME,...] NAME FILE.wasm|DIR",
+		summary: "create a gadget from a component or a JS gadget's folder, or deploy a new version of it",
+		details: `Uploads a component (build one with sdk/build-gadget.sh), or the .js and .ts files of a
+folder whose server.js or server.ts exports class Gadget (a JS gadget, run by the server's
+embedded JavaScript engine; it needs the grants atelier:host/kv, log, events and bindings), as
+gadget NAME of the current workspace: creates the gadget if there is none of that name, else
+makes the upload its new current version. The gadget's state is kept across versions; 'atelier gadget rollback' returns
 to an earlier one.
 
 The gadget may import only the WASI baseline and the interfaces granted with --grant (for a new
@@ -98,7 +101,9 @@ component that imports anything else is refused with an error naming the import.
 
 Examples:
   atelier gadget deploy counter counter.wasm --grant atelier:host/kv,atelier:host/log
-  atelier gadget deploy counter counter-v2.wasm`,
+  atelier gadget deploy counter counter-v2.wasm
+  atelier gadget deploy todo gadgets/todo-jsgadget/ \
+    --grant atelier:host/kv,atelier:host/log,atelier:host/events,atelier:host/bindings`,
 		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
 			server, workspace := serverFlag(fs), workspaceFlag(fs)
 			grants := &grantList{}
@@ -108,9 +113,9 @@ Examples:
 					return usageError{"want a gadget name and a component file"}
 				}
 				name, file := args[0], args[1]
-				code, err := os.ReadFile(file)
+				code, size, err := readGadgetCode(file)
 				if err != nil {
-					return fmt.Errorf("read the component: %w", err)
+					return err
 				}
 				c, ws, err := gadgetClient(ctx, *server, *workspace)
 				if err != nil {
@@ -139,11 +144,49 @@ Examples:
 					verb = "Created gadget"
 				}
 				fmt.Fprintf(stdio(ctx).out, "%s %s version %d (%s, sha256 %s); grants: %s\n", verb, info.Name, info.Current,
-					formatSize(int64(len(code))), shortHash(currentVersion(info).SHA256), grantsText(info.Grants))
+					formatSize(size), shortHash(currentVersion(info).SHA256), grantsText(info.Grants))
 				return nil
 			}
 		},
 	}
+}
+
+// readGadgetCode reads what `gadget deploy` uploads: a component file as bytes, or a folder's
+// .js and .ts files (not its subfolders) as the object {filename: source} of a JS gadget. It
+// also returns the upload's size.
+func readGadgetCode(path string) (any, int64, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("read the gadget code: %w", err)
+	}
+	if !st.IsDir() {
+		code, err := os.ReadFile(path)
+		if err != nil {
+			return nil, 0, fmt.Errorf("read the component: %w", err)
+		}
+		return code, int64(len(code)), nil
+	}
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("read the JS gadget: %w", err)
+	}
+	files, size := map[string]any{}, int64(0)
+	for _, e := range entries {
+		n := e.Name()
+		if !e.Type().IsRegular() || !strings.HasSuffix(n, ".js") && !strings.HasSuffix(n, ".ts") {
+			continue
+		}
+		src, err := os.ReadFile(filepath.Join(path, n))
+		if err != nil {
+			return nil, 0, fmt.Errorf("read the JS gadget: %w", err)
+		}
+		files[n] = string(src)
+		size += int64(len(src))
+	}
+	if files["server.js"] == nil && files["server.ts"] == nil {
+		return nil, 0, fmt.Errorf("%s has no server.js or server.ts: a JS gadget's folder holds a server.js (or .ts) that exports class Gadget", path)
+	}
+	return files, size, nil
 }
 
 func currentVersion(info gadgetInfo) versionInfo {

@@ -1,5 +1,6 @@
 // Package gateway is Atelier's HTTP edge: it serves the kernel's API over Cap'n Web
-// (WebSocket at /api, HTTP batch at /api/batch) and a health check at /healthz.
+// (WebSocket at /api, HTTP batch at /api/batch), Code Mode for agents over MCP at /mcp
+// (host/mcp), and a health check at /healthz.
 package gateway
 
 import (
@@ -10,6 +11,7 @@ import (
 
 	"atelier/capnweb"
 	"atelier/host/kernel"
+	"atelier/host/mcp"
 )
 
 // Config configures the gateway.
@@ -34,6 +36,7 @@ func New(cfg Config) http.Handler {
 	r.Use(gin.Recovery())
 	r.GET("/api", gin.WrapF(rpc.ServeWebSocket))
 	r.POST("/api/batch", gin.WrapF(rpc.ServeBatch))
+	r.Any("/mcp", gin.WrapH(mcp.New(mcp.Config{Kernel: cfg.Kernel, Logger: cfg.Logger})))
 	r.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok\n") })
 	return r
 }

@@ -12,6 +12,7 @@ import (
 	"atelier/host/capability/kv"
 	"atelier/host/runtime"
 	"atelier/host/store"
+	"atelier/jsruntime"
 )
 
 // actor is a gadget's live side: its compiled current version (shared with every gadget
@@ -29,10 +30,11 @@ type actor struct {
 	ov *overseer
 	id store.GadgetID
 
-	ready   chan struct{} // closed once comp/slot or loadErr is set
-	sha     string        // the code's hash, whose shared component comp is
-	comp    *runtime.Component
-	slot    *runtime.Slot
+	ready   chan struct{} // closed once prog/exec or loadErr is set
+	sha     string        // the code's hash, whose shared program prog is
+	prog    *program
+	exec    runner                // the instance: a runtime.Slot or a jsruntime.Gadget
+	exports map[string]exportFunc // RPC name ("fn", "iface.fn") -> the export
 	loadErr error
 
 	lastUsed atomic.Int64 // unix nanoseconds
@@ -47,6 +49,13 @@ type actor struct {
 	seq     uint64         // number of commits submitted to chain
 	gate    *store.Pending // the latest submitted commit (nil: none yet)
 	evTurn  chan struct{}  // closed once the latest call with events has published them
+}
+
+// runner runs a gadget's calls in its one live instance, replacing the instance when a call
+// retires it (runtime.Slot for a component, jsruntime.Gadget for a JS gadget).
+type runner interface {
+	Call(ctx context.Context, fn string, args ...any) (any, error)
+	Close() error
 }
 
 // actor returns the live actor of gadget id, loading it on first use.
@@ -100,7 +109,7 @@ func (ov *overseer) newActor(ctx context.Context, id store.GadgetID) (*actor, er
 	return a, nil
 }
 
-// load gets the shared component of the gadget's current version and prepares its slot.
+// load gets the shared program of the gadget's current version and prepares its instance.
 func (a *actor) load(ctx context.Context, g store.Gadget) {
 	defer close(a.ready)
 	k := a.ov.k
@@ -114,25 +123,54 @@ func (a *actor) load(ctx context.Context, g store.Gadget) {
 		a.loadErr = wrapErr(err, "load gadget %s", g.Name)
 		return
 	}
-	comp, err := k.code.acquire(ctx, v.SHA256)
+	prog, err := k.code.acquire(ctx, v.SHA256)
 	if err != nil {
 		a.loadErr = wrapErr(err, "load gadget %s", g.Name)
 		return
 	}
-	a.sha, a.comp = v.SHA256, comp
+	a.sha, a.prog = v.SHA256, prog
 	a.kv = newTxKV(a.ov.ws, g.ID, k.cfg.GadgetQuota, used)
 	a.chain = a.ov.ws.Chain()
-	a.slot = k.cfg.Runtime.NewSlot(comp, runtime.InstanceConfig{
-		Name:    string(g.ID),
-		Grants:  grantSet(g.Grants),
-		Limits:  k.cfg.Limits,
-		Console: a.console,
-		Bind: map[string]any{
-			kv.Grant:      a.kv,
-			events.Grant:  publisher{a},
-			BindingsGrant: bindingCaller{a},
-		},
-	})
+	bind := map[string]any{
+		kv.Grant:      a.kv,
+		events.Grant:  publisher{a},
+		BindingsGrant: bindingCaller{a},
+	}
+	if prog.comp != nil {
+		a.exec = k.cfg.Runtime.NewSlot(prog.comp, runtime.InstanceConfig{
+			Name: string(g.ID), Grants: grantSet(g.Grants), Limits: k.cfg.Limits, Console: a.console, Bind: bind,
+		})
+		a.exports = exportNames(prog.comp.Audit().Exports)
+		return
+	}
+	if a.loadErr = a.loadJS(ctx, g, bind); a.loadErr != nil {
+		k.code.release(a.sha)
+	}
+}
+
+// loadJS starts a JS gadget's instance and learns its methods.
+func (a *actor) loadJS(ctx context.Context, g store.Gadget, bind map[string]any) error {
+	eng, err := a.ov.k.jsEngine(ctx)
+	if err != nil {
+		return err
+	}
+	jg, err := eng.NewGadget(jsruntime.GadgetConfig{Name: string(g.ID), Files: a.prog.files, Grants: grantSet(g.Grants),
+		Bind: bind, Console: a.console, Limits: a.ov.k.jsLimits()})
+	if err != nil {
+		return fail(CodeGadgetError, "load gadget %s: %v", g.Name, err)
+	}
+	// Loading runs the constructor; its writes and events go out with the first call's.
+	methods, err := jg.Methods(ctx)
+	if err != nil {
+		_ = jg.Close()
+		return wrapErr(err, "load gadget %s", g.Name)
+	}
+	a.exec = jg
+	a.exports = make(map[string]exportFunc, len(methods))
+	for _, m := range methods {
+		a.exports[m] = exportFunc{name: m}
+	}
+	return nil
 }
 
 // reply is a call's outcome, held at the output gate until the writes it may depend on are
@@ -185,7 +223,7 @@ func (a *actor) run(ctx context.Context, fn string, args []any) (*reply, error) 
 	if a.binds {
 		ctx = withCaller(ctx, a.id)
 	}
-	res, err := a.slot.Call(ctx, fn, args...)
+	res, err := a.exec.Call(ctx, fn, args...)
 	a.lastUsed.Store(now)
 	r := &reply{a: a, res: res, err: err, gate: a.gate}
 	var trap *runtime.TrapError
@@ -315,8 +353,8 @@ func (a *actor) retire() {
 
 // closeLocked stops the actor; the caller holds its turn, which is released.
 func (a *actor) closeLocked() {
-	if !a.closed && a.slot != nil {
-		_ = a.slot.Close()
+	if !a.closed && a.exec != nil {
+		_ = a.exec.Close()
 		a.ov.k.code.release(a.sha)
 	}
 	a.closed = true

@@ -81,11 +81,21 @@ func (p *Public) Login(ctx context.Context, username, password string) (string, 
 
 // Authenticate returns the authenticated API for a session, agent or admin token.
 func (p *Public) Authenticate(ctx context.Context, token string) (*Authed, error) {
-	at, err := p.k.guards.begin(ctx, "authenticate", "")
+	pr, err := p.k.authenticateAt(ctx, token, remoteHost(ctx))
 	if err != nil {
 		return nil, err
 	}
-	pr, err := p.k.authenticate(ctx, token)
+	return &Authed{k: p.k, p: pr}, nil
+}
+
+// authenticateAt authenticates a token presented from addr under the rate limits of failed
+// attempts.
+func (k *Kernel) authenticateAt(ctx context.Context, token, addr string) (*principal, error) {
+	at, err := k.guards.beginAt(addr, "authenticate", "")
+	if err != nil {
+		return nil, err
+	}
+	pr, err := k.authenticate(ctx, token)
 	if err != nil {
 		var ke *Error
 		if errors.As(err, &ke) && ke.Code == CodeUnauthorized {
@@ -93,7 +103,7 @@ func (p *Public) Authenticate(ctx context.Context, token string) (*Authed, error
 		}
 		return nil, err
 	}
-	return &Authed{k: p.k, p: pr}, nil
+	return pr, nil
 }
 
 // newSession stores and returns a fresh session token for user id.

@@ -53,7 +53,7 @@ func (b bindingCaller) CallBinding(ctx context.Context, name, method string, arg
 	if err != nil {
 		return nil, err
 	}
-	fn, ok := exportNames(a.comp.Audit().Exports)[method]
+	fn, ok := a.exports[method]
 	if !ok {
 		return nil, fail(CodeNotFound, "the gadget bound as %q has no exported function %q", name, method)
 	}

@@ -5,35 +5,40 @@ import (
 	"sync"
 
 	"atelier/host/runtime"
-	"atelier/host/store"
 )
 
-// codeCache shares compiled components by code hash: every actor running the same code uses
-// one Component, which is closed when the last of them stops, so idle gadgets hold no
-// compiled code.
+// program is a code version in runnable form: a compiled component, or the files of a JS
+// gadget (which the kernel's JavaScript engine runs).
+type program struct {
+	comp  *runtime.Component // nil for a JS gadget
+	files map[string]string  // a JS gadget's sources
+}
+
+// codeCache shares programs by code hash: every actor running the same code uses one, and a
+// compiled component is closed when the last of them stops, so idle gadgets hold no compiled
+// code.
 type codeCache struct {
-	rt *runtime.Runtime
-	st store.Store
+	k *Kernel
 
 	mu sync.Mutex // guards m
 	m  map[string]*sharedCode
 }
 
-// sharedCode is one component and the number of actors using it.
+// sharedCode is one program and the number of actors using it.
 type sharedCode struct {
-	ready chan struct{} // closed once comp or err is set
-	comp  *runtime.Component
+	ready chan struct{} // closed once prog or err is set
+	prog  *program
 	err   error
 	refs  int
 }
 
-func newCodeCache(rt *runtime.Runtime, st store.Store) *codeCache {
-	return &codeCache{rt: rt, st: st, m: map[string]*sharedCode{}}
+func newCodeCache(k *Kernel) *codeCache {
+	return &codeCache{k: k, m: map[string]*sharedCode{}}
 }
 
-// acquire returns the component of the code with hash sha, loading it when no actor uses it;
+// acquire returns the program of the code with hash sha, loading it when no actor uses it;
 // each successful acquire must be paired with a release.
-func (c *codeCache) acquire(ctx context.Context, sha string) (*runtime.Component, error) {
+func (c *codeCache) acquire(ctx context.Context, sha string) (*program, error) {
 	c.mu.Lock()
 	sc := c.m[sha]
 	if sc != nil {
@@ -44,25 +49,30 @@ func (c *codeCache) acquire(ctx context.Context, sha string) (*runtime.Component
 		sc = &sharedCode{ready: make(chan struct{}), refs: 1}
 		c.m[sha] = sc
 		c.mu.Unlock()
-		sc.comp, sc.err = c.load(ctx, sha)
+		sc.prog, sc.err = c.load(ctx, sha)
 		close(sc.ready)
 	}
 	if sc.err != nil {
 		c.release(sha)
 		return nil, sc.err
 	}
-	return sc.comp, nil
+	return sc.prog, nil
 }
 
-func (c *codeCache) load(ctx context.Context, sha string) (*runtime.Component, error) {
-	code, err := c.st.Code(ctx, sha)
+func (c *codeCache) load(ctx context.Context, sha string) (*program, error) {
+	code, err := c.k.st.Code(ctx, sha)
 	if err != nil {
 		return nil, err
 	}
-	return c.rt.Compile(ctx, code)
+	if isBundle(code) {
+		files, err := unpackBundle(code, c.k.cfg.MaxCode)
+		return &program{files: files}, err
+	}
+	comp, err := c.k.cfg.Runtime.Compile(ctx, code)
+	return &program{comp: comp}, err
 }
 
-// release drops one use of sha's component, closing it after the last.
+// release drops one use of sha's program, closing it after the last.
 func (c *codeCache) release(sha string) {
 	c.mu.Lock()
 	sc := c.m[sha]
@@ -72,12 +82,12 @@ func (c *codeCache) release(sha string) {
 		delete(c.m, sha)
 	}
 	c.mu.Unlock()
-	if last && sc.comp != nil {
-		sc.comp.Close()
+	if last && sc.prog != nil && sc.prog.comp != nil {
+		sc.prog.comp.Close()
 	}
 }
 
-// count returns the number of components held.
+// count returns the number of programs held.
 func (c *codeCache) count() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()

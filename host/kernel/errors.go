@@ -7,6 +7,7 @@ import (
 	"atelier/host/runtime"
 	"atelier/host/runtime/wit"
 	"atelier/host/store"
+	"atelier/jsruntime"
 )
 
 // Code classifies a refused call; clients read it from the error's `code` property.
@@ -67,6 +68,8 @@ func codeOf(err error) Code {
 		valErr  *wit.ValueError
 		ungrant *runtime.UngrantedImportError
 		unprov  *runtime.UnprovidedImportError
+		jsErr   *jsruntime.Error
+		jsSyn   *jsruntime.SyntaxError
 	)
 	switch {
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, runtime.ErrNoExport):
@@ -75,7 +78,7 @@ func codeOf(err error) Code {
 		return CodeConflict
 	case errors.Is(err, store.ErrTooLarge), errors.As(err, &valErr), errors.As(err, &ungrant), errors.As(err, &unprov):
 		return CodeInvalidArgument
-	case errors.As(err, &trap), errors.As(err, &result):
+	case errors.As(err, &trap), errors.As(err, &result), errors.As(err, &jsErr), errors.As(err, &jsSyn):
 		return CodeGadgetError
 	case errors.Is(err, store.ErrFenced):
 		return CodeFailedPrecondition

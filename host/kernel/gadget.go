@@ -2,10 +2,12 @@ package kernel
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strings"
-	"unicode"
 
 	"atelier/capnweb"
+	"atelier/host/kernel/tsdecl"
 	"atelier/host/runtime/wit"
 	"atelier/host/store"
 )
@@ -61,11 +63,15 @@ func (g *Gadget) Versions(ctx context.Context) (vs []store.Version, err error) {
 	return vs, err
 }
 
-// Deploy makes code the new current version, keeping the state; grants stay unchanged when
-// omitted.
-func (g *Gadget) Deploy(ctx context.Context, code []byte, grants []string) (info GadgetInfo, err error) {
+// Deploy makes code (as for Workspace.CreateGadget: a component or a JS gadget's sources) the
+// new current version, keeping the state; grants stay unchanged when omitted.
+func (g *Gadget) Deploy(ctx context.Context, code any, grants []string) (info GadgetInfo, err error) {
+	bin, err := g.w.k.normalizeCode(code)
+	if err != nil {
+		return info, wrapErr(err, "deploy %s", g.name)
+	}
 	err = g.enter(ctx, store.RoleBuild, "deploy", func(ov *overseer, rec store.Gadget) error {
-		rec, err := ov.deploy(ctx, g.w.p, rec.ID, code, grants)
+		rec, err := ov.deploy(ctx, g.w.p, rec.ID, bin, grants)
 		info = ov.infoOf(rec)
 		return err
 	})
@@ -107,10 +113,15 @@ func (g *Gadget) Delete(ctx context.Context) error {
 func (g *Gadget) Inspect(ctx context.Context) (lines []string, err error) {
 	err = g.enter(ctx, store.RoleUse, "inspect", func(ov *overseer, rec store.Gadget) error {
 		a, err := ov.actor(ctx, rec.ID)
-		if err == nil {
-			lines = a.comp.Audit().Lines()
+		if err != nil {
+			return err
 		}
-		return err
+		if a.prog.comp != nil {
+			lines = a.prog.comp.Audit().Lines()
+		} else {
+			lines = jsAudit(a.prog.files, slices.Sorted(maps.Keys(a.exports)))
+		}
+		return nil
 	})
 	return lines, err
 }
@@ -144,7 +155,7 @@ func (g *Gadget) Connect(ctx context.Context) (*Connection, error) {
 			return err
 		}
 		// The connection gets its own resolved Gadget: it runs calls concurrently with g's.
-		c = newConnection(&Gadget{w: g.w, name: rec.Name, id: rec.ID}, a.comp.Audit().Exports, "")
+		c = newConnection(&Gadget{w: g.w, name: rec.Name, id: rec.ID}, a.exports)
 		return nil
 	})
 	return c, err
@@ -159,7 +170,8 @@ type Connection struct {
 	ifaces map[string]*Connection
 }
 
-// exportFunc is an exported function: the name the runtime calls it by, and its type.
+// exportFunc is an exported function: the name the runtime calls it by, and its type (nil
+// for a JS gadget's method, which takes any arguments).
 type exportFunc struct {
 	name string
 	ft   *wit.FuncType
@@ -167,6 +179,9 @@ type exportFunc struct {
 
 // checkArity refuses a call with the wrong number of arguments before it reaches the runtime.
 func (f exportFunc) checkArity(method string, args []any) error {
+	if f.ft == nil {
+		return nil
+	}
 	if want := len(f.ft.Params); len(args) != want {
 		noun := "arguments"
 		if want == 1 {
@@ -179,17 +194,22 @@ func (f exportFunc) checkArity(method string, args []any) error {
 
 var _ capnweb.DynamicTarget = (*Connection)(nil)
 
-func newConnection(g *Gadget, items []wit.Item, iface string) *Connection {
+// newConnection builds the surface of exports ("fn" and "iface.fn", see exportNames): top-level
+// functions are methods, exported interfaces are properties.
+func newConnection(g *Gadget, exports map[string]exportFunc) *Connection {
 	c := &Connection{g: g, funcs: map[string]exportFunc{}, ifaces: map[string]*Connection{}}
-	for _, it := range items {
-		switch {
-		case it.Kind == wit.ItemFunc && iface == "":
-			c.funcs[camelCase(it.Name)] = exportFunc{it.Name, it.Func}
-		case it.Kind == wit.ItemFunc:
-			c.funcs[camelCase(it.Name)] = exportFunc{iface + "#" + it.Name, it.Func}
-		case it.Kind == wit.ItemInstance && iface == "":
-			c.ifaces[camelCase(it.Name)] = newConnection(g, it.Exports, it.Name)
+	for name, fn := range exports {
+		iface, method, nested := strings.Cut(name, ".")
+		if !nested {
+			c.funcs[name] = fn
+			continue
 		}
+		sub := c.ifaces[iface]
+		if sub == nil {
+			sub = &Connection{g: g, funcs: map[string]exportFunc{}}
+			c.ifaces[iface] = sub
+		}
+		sub.funcs[method] = fn
 	}
 	return c
 }
@@ -201,11 +221,11 @@ func exportNames(items []wit.Item) map[string]exportFunc {
 	for _, it := range items {
 		switch it.Kind {
 		case wit.ItemFunc:
-			out[camelCase(it.Name)] = exportFunc{it.Name, it.Func}
+			out[tsdecl.Name(it.Name)] = exportFunc{it.Name, it.Func}
 		case wit.ItemInstance:
 			for _, f := range it.Exports {
 				if f.Kind == wit.ItemFunc {
-					out[camelCase(it.Name)+"."+camelCase(f.Name)] = exportFunc{it.Name + "#" + f.Name, f.Func}
+					out[tsdecl.Name(it.Name)+"."+tsdecl.Name(f.Name)] = exportFunc{it.Name + "#" + f.Name, f.Func}
 				}
 			}
 		}
@@ -250,27 +270,4 @@ func (c *Connection) GetProperty(_ context.Context, name string) (any, error) {
 		return s, nil
 	}
 	return capnweb.Undefined, nil
-}
-
-// camelCase turns a WIT kebab-case name into the JavaScript convention: "make-counter" ->
-// "makeCounter"; a trailing version or package prefix is dropped ("acme:app/api@1.0.0" -> "api").
-func camelCase(name string) string {
-	if i := strings.LastIndexByte(name, '/'); i >= 0 {
-		name = name[i+1:]
-	}
-	name, _, _ = strings.Cut(name, "@")
-	var b strings.Builder
-	up := false
-	for _, r := range name {
-		if r == '-' {
-			up = true
-			continue
-		}
-		if up {
-			r = unicode.ToUpper(r)
-			up = false
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }

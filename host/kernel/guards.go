@@ -32,7 +32,12 @@ type attempt struct {
 // begin refuses the attempt (UNAUTHORIZED, saying how long to wait) while its username or
 // remote address must wait.
 func (g guards) begin(ctx context.Context, what, user string) (attempt, error) {
-	at := attempt{g: g, user: user, addr: remoteHost(ctx)}
+	return g.beginAt(remoteHost(ctx), what, user)
+}
+
+// beginAt is begin for a caller at addr (host without port; "" when unknown).
+func (g guards) beginAt(addr, what, user string) (attempt, error) {
+	at := attempt{g: g, user: user, addr: addr}
 	wait := time.Duration(0)
 	if at.user != "" {
 		wait = g.users.Wait(at.user)

@@ -14,6 +14,11 @@
 // is not limited to one call per disk flush. Each gadget's stored bytes are bounded by
 // Config.GadgetQuota.
 //
+// A gadget is a component or a JS gadget (source files run by jsruntime, see jsgadget.go);
+// both run on the same actors. Code Mode (codemode.go) runs a principal's snippet with its
+// gadgets as bindings, for Cap'n Web (Workspace.ExecuteCode), and for in-process front ends
+// such as host/mcp (AgentSession).
+//
 // Idle gadget instances are evicted and idle overseers stop; compiled components are shared
 // by code hash and closed with their last actor, so an idle gadget costs no memory beyond its
 // record in the store.
@@ -34,6 +39,7 @@ import (
 	hostlog "atelier/host/capability/log"
 	"atelier/host/runtime"
 	"atelier/host/store"
+	"atelier/jsruntime"
 )
 
 // Config configures a Kernel. Zero durations take the defaults named.
@@ -106,6 +112,11 @@ type Kernel struct {
 	code   *codeCache
 	guards guards
 
+	// js runs JS gadgets and executeCode snippets; compiled on first use (jsEngine).
+	jsOnce sync.Once
+	js     *jsruntime.Engine
+	jsErr  error
+
 	// revocations counts token revocations: a session re-checks its token in the store when
 	// the count moved since it last did.
 	revocations atomic.Uint64
@@ -118,10 +129,9 @@ type Kernel struct {
 // New returns a kernel over cfg's runtime and store.
 func New(cfg Config) *Kernel {
 	cfg = cfg.withDefaults()
-	return &Kernel{
-		cfg: cfg, log: cfg.Logger, st: cfg.Store, hub: newHub(cfg.Logger), code: newCodeCache(cfg.Runtime, cfg.Store),
-		guards: newGuards(cfg.Now), overseers: map[store.WorkspaceID]*overseer{},
-	}
+	k := &Kernel{cfg: cfg, log: cfg.Logger, st: cfg.Store, hub: newHub(cfg.Logger), guards: newGuards(cfg.Now), overseers: map[store.WorkspaceID]*overseer{}}
+	k.code = newCodeCache(k)
+	return k
 }
 
 // HostInterfaces returns the atelier:host capabilities the kernel's runtime must provide. The
@@ -176,6 +186,10 @@ func (k *Kernel) Close() error {
 		ov.stop()
 	}
 	k.hub.close()
+	k.jsOnce.Do(func() {}) // no engine starts after Close
+	if k.js != nil {
+		k.js.Close()
+	}
 	return nil
 }
 
@@ -240,6 +254,9 @@ func (k *Kernel) revokeToken(ctx context.Context, hash string) error {
 	return nil
 }
 
+// Version is the server's version (Config.Version).
+func (k *Kernel) Version() string { return k.cfg.Version }
+
 // Stats counts what the kernel holds in memory.
 type Stats struct {
 	// Workspaces is the number of running overseers.
@@ -248,7 +265,8 @@ type Stats struct {
 	Actors int
 	// Subscriptions is the number of live subscriptions.
 	Subscriptions int
-	// Components is the number of compiled components held (shared by code hash).
+	// Components is the number of programs held (compiled components and JS bundles, shared by
+	// code hash).
 	Components int
 }
 

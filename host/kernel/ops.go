@@ -42,13 +42,17 @@ func (ov *overseer) notifyGadget(kind string, g store.Gadget) {
 	ov.k.hub.publish(gadgetsTopic(ov.id), map[string]any{"type": kind, "gadget": ov.infoOf(g)})
 }
 
-// checkCode compiles code and checks that grants cover its imports.
+// checkCode checks stored-form code against grants: a component is compiled and its imports
+// must be covered by grants; a JS bundle must load (checkBundle).
 func (k *Kernel) checkCode(ctx context.Context, code []byte, grants []string) error {
 	if len(code) == 0 || len(code) > k.cfg.MaxCode {
 		return fail(CodeInvalidArgument, "component of %d bytes: want 1 to %d bytes", len(code), k.cfg.MaxCode)
 	}
 	if err := validGrants(grants); err != nil {
 		return err
+	}
+	if isBundle(code) {
+		return k.checkBundle(ctx, code, grants)
 	}
 	comp, err := k.cfg.Runtime.Compile(ctx, code)
 	if err != nil {

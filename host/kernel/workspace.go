@@ -115,19 +115,25 @@ func (w *Workspace) ListGadgets(ctx context.Context) ([]GadgetInfo, error) {
 	return out, err
 }
 
-// CreateGadget creates gadget name from a component. It is refused (INVALID_ARGUMENT, naming
-// the import and the grant) when the component imports more than the WASI baseline plus grants.
-func (w *Workspace) CreateGadget(ctx context.Context, name string, code []byte, grants []string) (*Gadget, error) {
+// CreateGadget creates gadget name from code: a component (bytes), or a JS gadget's sources
+// (an object {filename: source}, or those files as a gzip'd tar). A component is refused
+// (INVALID_ARGUMENT, naming the import and the grant) when it imports more than the WASI
+// baseline plus grants; a JS gadget needs jsruntime.GadgetGrants and must load.
+func (w *Workspace) CreateGadget(ctx context.Context, name string, code any, grants []string) (*Gadget, error) {
 	if err := validName("gadget", name); err != nil {
 		return nil, err
 	}
+	bin, err := w.k.normalizeCode(code)
+	if err != nil {
+		return nil, wrapErr(err, "create gadget %s", name)
+	}
 	var g store.Gadget
-	err := w.enter(ctx, store.RoleBuild, "createGadget", func(ov *overseer) error {
+	err = w.enter(ctx, store.RoleBuild, "createGadget", func(ov *overseer) error {
 		if err := w.p.checkGadget(w.id, name); err != nil {
 			return err
 		}
 		var err error
-		g, err = ov.createGadget(ctx, w.p, name, code, grants, "")
+		g, err = ov.createGadget(ctx, w.p, name, bin, grants, "")
 		return err
 	})
 	if err != nil {

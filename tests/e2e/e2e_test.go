@@ -221,7 +221,8 @@ func checkCLI(t *testing.T, bin, api, stateFile string) {
 	}
 }
 
-// TestTodoRealtimeAcrossRestart deploys each to-do gadget to a real server, checks with two
+// TestTodoRealtimeAcrossRestart deploys each to-do gadget (two components and the JS-class
+// gadget) to a real server, checks with two
 // official capnweb clients that every change reaches both subscribers, restarts the server on
 // the same data file, and checks that the items survived and events still flow, then reads
 // them with the atelier CLI.
@@ -238,14 +239,17 @@ func TestTodoRealtimeAcrossRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := atelierBinary(t, root)
-	for _, dir := range []string{"gadgets/todo-js", "gadgets/todo-go"} {
+	for _, dir := range []string{"gadgets/todo-js", "gadgets/todo-go", "gadgets/todo-jsgadget"} {
 		t.Run(path.Base(dir), func(t *testing.T) {
-			wasm := guesttest.Path(t, dir)
+			code := filepath.Join(root, dir) // a JS gadget is deployed from its folder
+			if dir != "gadgets/todo-jsgadget" {
+				code = guesttest.Path(t, dir)
+			}
 			data := filepath.Join(t.TempDir(), "atelier.db")
 			state := filepath.Join(t.TempDir(), "state.json")
 
 			first := startServer(t, bin, data)
-			runScript(t, nodeDir, "setup", first.api, wasm, state)
+			runScript(t, nodeDir, "setup", first.api, code, state)
 			first.stop(t)
 
 			second := startServer(t, bin, data)

@@ -2,7 +2,8 @@
 // npm capnweb client (installed in tests/capnweb/node, see scripts/setup.sh). Run by
 // e2e_test.go in two phases around a server restart:
 //
-//   node todo.mjs setup URL TODO.wasm STATE.json   sign up, create a workspace, deploy the gadget,
+//   node todo.mjs setup URL TODO STATE.json        sign up, create a workspace, deploy the gadget
+//                                                  (TODO: a component, or a JS gadget's folder),
 //                                                  two clients subscribe, both see every change;
 //                                                  writes what the check phase needs to STATE.json
 //   node todo.mjs check URL STATE.json             log in again, the items are still there, and
@@ -10,7 +11,8 @@
 //
 // Every step prints one line; a failure throws with a message that names the step.
 import { createRequire } from "node:module";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
 
 // Reuse the pinned capnweb and ws packages of the interop tests instead of a second install.
@@ -19,11 +21,13 @@ globalThis.WebSocket ??= require("ws").WebSocket; // Node 20 has no global WebSo
 const { newWebSocketRpcSession } = require("capnweb");
 
 const GRANTS = ["atelier:host/kv", "atelier:host/log", "atelier:host/events"];
+// A JS gadget runs on the server's engine, which imports bindings too.
+const JS_GRANTS = [...GRANTS, "atelier:host/bindings"];
 const EVENT_TIMEOUT_MS = 10000;
 
 const [phase, url, ...rest] = process.argv.slice(2);
 if (!["setup", "check"].includes(phase) || !url) {
-  throw new Error("usage: node todo.mjs setup URL TODO.wasm STATE.json | check URL STATE.json");
+  throw new Error("usage: node todo.mjs setup URL TODO.wasm|DIR STATE.json | check URL STATE.json");
 }
 
 const step = (msg) => console.log(`e2e: ${msg}`);
@@ -67,8 +71,16 @@ class Inbox {
 /** The event the gadget publishes for a change. */
 const change = (kind, id, title, done) => ({ topic: "todos", payload: { kind, todo: { id, title, done } } });
 
-async function setup(wasmPath, statePath) {
-  const wasm = new Uint8Array(readFileSync(wasmPath));
+/** The gadget's code as createGadget takes it: component bytes, or a JS gadget's {file: source}. */
+function readCode(path) {
+  if (!statSync(path).isDirectory()) return { code: new Uint8Array(readFileSync(path)), grants: GRANTS };
+  const code = {};
+  for (const f of readdirSync(path)) if (/\.(js|ts)$/.test(f)) code[f] = readFileSync(join(path, f), "utf8");
+  return { code, grants: JS_GRANTS };
+}
+
+async function setup(codePath, statePath) {
+  const { code, grants } = readCode(codePath);
   const username = `e2e${Date.now().toString(36)}`;
   const password = "correct horse battery staple";
 
@@ -82,11 +94,11 @@ async function setup(wasmPath, statePath) {
   ok(workspace.id, `workspace info ${JSON.stringify(workspace)} has no id`);
   step(`signed up ${username}, created workspace ${workspace.id}`);
 
-  const gadget = ws.createGadget("todo", wasm, GRANTS);
+  const gadget = ws.createGadget("todo", code, grants);
   const info = await gadget.info();
   equal(info.name, "todo");
   equal(info.current, 1, `a new gadget's current version: ${JSON.stringify(info)}`);
-  step(`deployed todo version ${info.current} (${wasm.length} bytes)`);
+  step(`deployed todo version ${info.current} from ${codePath}`);
 
   // Two more clients of the same user, each on its own WebSocket, subscribe to the gadget.
   const clients = [];

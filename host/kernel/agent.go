@@ -1,0 +1,80 @@
+package kernel
+
+import (
+	"context"
+	"fmt"
+
+	"atelier/host/store"
+)
+
+// AgentSession is an agent's access for front ends in the same process (the MCP server): the
+// Code Mode calls of a Workspace, checked like the agent's Cap'n Web calls, and audited as
+// made through the front end. Every call checks that the agent's token still holds.
+type AgentSession struct {
+	k   *Kernel
+	p   *principal
+	via string
+}
+
+// AuthenticateAgent turns an agent token, presented from remoteAddr (host without port, ""
+// when unknown), into an AgentSession whose calls the audit log shows as made via the named
+// front end. Failures count against the address like failed authenticate() calls; a user's
+// token is refused (UNAUTHORIZED): front ends for agents take agent tokens only.
+func (k *Kernel) AuthenticateAgent(ctx context.Context, token, remoteAddr, via string) (*AgentSession, error) {
+	p, err := k.authenticateAt(ctx, token, remoteAddr)
+	if err != nil {
+		return nil, err
+	}
+	if p.agent == nil {
+		return nil, fail(CodeUnauthorized, "this takes an agent token, not a user's: create one with createAgent(name, scope)")
+	}
+	return &AgentSession{k: k, p: p, via: via}, nil
+}
+
+// AgentID is the agent's id.
+func (s *AgentSession) AgentID() string { return s.p.agent.ID }
+
+// String names the agent and its owner ("ada/agent:helper").
+func (s *AgentSession) String() string { return s.p.name() }
+
+// Workspaces lists the workspaces of the agent's scope that it can reach now.
+func (s *AgentSession) Workspaces(ctx context.Context) ([]WorkspaceInfo, error) {
+	return (&Authed{k: s.k, p: s.p}).ListWorkspaces(ctx)
+}
+
+// workspace returns workspace id as the agent sees it.
+func (s *AgentSession) workspace(id store.WorkspaceID) *Workspace {
+	return &Workspace{k: s.k, p: s.p, id: id}
+}
+
+// audit records a read-only Code Mode call.
+func (s *AgentSession) audit(ctx context.Context, w *Workspace, action, detail string) error {
+	return s.k.withOverseer(ctx, w.id, func(ov *overseer) error {
+		return ov.audit(ctx, s.p, action, "executeCode", fmt.Sprintf("via %s; %s", s.via, detail))
+	})
+}
+
+// ListBindings is Workspace.ListBindings in workspace ws.
+func (s *AgentSession) ListBindings(ctx context.Context, ws store.WorkspaceID) ([]BindingInfo, error) {
+	w := s.workspace(ws)
+	out, err := w.listBindings(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return out, s.audit(ctx, w, "code.list_bindings", fmt.Sprintf("%d bindings", len(out)))
+}
+
+// DescribeBinding is Workspace.DescribeBinding in workspace ws.
+func (s *AgentSession) DescribeBinding(ctx context.Context, ws store.WorkspaceID, name string) (string, error) {
+	w := s.workspace(ws)
+	out, err := w.describeBinding(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	return out, s.audit(ctx, w, "code.describe_binding", name)
+}
+
+// ExecuteCode is Workspace.ExecuteCode in workspace ws.
+func (s *AgentSession) ExecuteCode(ctx context.Context, ws store.WorkspaceID, code string, opts CodeOptions) (CodeResult, error) {
+	return s.workspace(ws).executeCode(ctx, code, opts, s.via)
+}

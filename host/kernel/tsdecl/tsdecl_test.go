@@ -1,0 +1,65 @@
+package tsdecl
+
+import (
+	"strings"
+	"testing"
+
+	"atelier/host/runtime/wit"
+)
+
+func TestDeclare(t *testing.T) {
+	str, u8, u64 := &wit.Type{Kind: wit.String}, &wit.Type{Kind: wit.U8}, &wit.Type{Kind: wit.U64}
+	bytes := &wit.Type{Kind: wit.List, Elem: u8}
+	color := &wit.Type{Kind: wit.Enum, Name: "color", Names: []string{"red", "green"}}
+	blob := &wit.Type{Kind: wit.Record, Name: "blob-info", Fields: []wit.Field{{Name: "data", Type: bytes}, {Name: "due-date", Type: &wit.Type{Kind: wit.Option, Elem: u64}}}}
+	shape := &wit.Type{Kind: wit.Variant, Cases: []wit.Case{{Name: "circle", Type: &wit.Type{Kind: wit.F64}}, {Name: "none"}}}
+	exports := []wit.Item{
+		{Name: "put-blob", Kind: wit.ItemFunc, Func: &wit.FuncType{Params: []wit.Param{{Name: "b", Type: blob}, {Name: "class", Type: color}},
+			Result: &wit.Type{Kind: wit.Result, Ok: blob, Err: str}}},
+		{Name: "area", Kind: wit.ItemFunc, Func: &wit.FuncType{Params: []wit.Param{{Name: "s", Type: shape}},
+			Result: &wit.Type{Kind: wit.Tuple, Elems: []*wit.Type{u64, &wit.Type{Kind: wit.Flags, Names: []string{"a", "b"}}}}}},
+		{Name: "acme:app/admin@1.0.0", Kind: wit.ItemInstance, Exports: []wit.Item{
+			{Name: "reset", Kind: wit.ItemFunc, Func: &wit.FuncType{Result: &wit.Type{Kind: wit.Option, Elem: &wit.Type{Kind: wit.Option, Elem: str}}}},
+		}},
+	}
+	for _, tc := range []struct {
+		m    Mapping
+		want []string
+	}{
+		{JSON, []string{
+			`type BlobInfoInput = { data: number[]; "due-date": number | null };`,
+			`type BlobInfo = { data: string /* base64 */; "due-date": number | null };`,
+			`type Color = "red" | "green";`,
+			`putBlob(b: BlobInfoInput, _class: Color): Promise<BlobInfo>;`,
+			`@throws string`,
+			`area(s: { tag: "circle"; val: number } | { tag: "none" }): Promise<[number, Array<"a" | "b">]>;`,
+			`"admin.reset"(): Promise<{ some: string | null } | null>;`,
+		}},
+		{CapnWeb, []string{
+			`type BlobInfo = { data: Uint8Array; "due-date": number | bigint | null };`,
+			`Promise<[number | bigint, Array<"a" | "b">]>`,
+			"  admin: {\n    /** reset: func() -> option<option<string>> */\n    reset(): Promise<{ some: string | null } | null>;\n  };",
+		}},
+	} {
+		got := Declare("store", exports, tc.m)
+		if !strings.Contains(got, "declare const store: {") {
+			t.Errorf("mapping %d: no declaration of store:\n%s", tc.m, got)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("mapping %d: lacks %q:\n%s", tc.m, w, got)
+			}
+		}
+	}
+}
+
+func TestNames(t *testing.T) {
+	for in, want := range map[string]string{"make-counter": "makeCounter", "acme:app/api@1.0.0": "api", "x": "x", "a--b": "aB"} {
+		if got := Name(in); got != want {
+			t.Errorf("Name(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := DeclareUntyped("2do", []string{"b", "a"}); got != "declare const \"2do\": {\n  a(...args: unknown[]): Promise<unknown>;\n  b(...args: unknown[]): Promise<unknown>;\n};\n" {
+		t.Errorf("DeclareUntyped = %q", got)
+	}
+}

@@ -1,0 +1,226 @@
+package mcp_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	gomcp "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"atelier/capnweb"
+	"atelier/host/auth"
+	"atelier/host/gateway"
+	"atelier/host/kernel"
+	"atelier/host/runtime"
+	"atelier/host/store"
+	"atelier/sdk/guesttest"
+)
+
+func TestMain(m *testing.M) {
+	os.Unsetenv("RUST_BACKTRACE")
+	os.Exit(m.Run())
+}
+
+var ctx = context.Background()
+
+// server is a kernel on a real bbolt file behind the real gateway.
+type server struct {
+	http *httptest.Server
+}
+
+func startServer(t *testing.T) *server {
+	t.Helper()
+	db, err := store.Open(filepath.Join(t.TempDir(), "a.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := runtime.New(runtime.Config{CacheDir: filepath.Join(os.TempDir(), "atelier-mcp-test-cache"), Interfaces: kernel.HostInterfaces(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := kernel.New(kernel.Config{Runtime: rt, Store: db, Limits: runtime.Limits{Timeout: 5 * time.Second}, Password: auth.TestParams, Version: "test"})
+	s := &server{http: httptest.NewServer(gateway.New(gateway.Config{Kernel: k}))}
+	t.Cleanup(func() {
+		s.http.CloseClientConnections()
+		s.http.Close()
+		k.Close()
+		rt.Close()
+		db.Close()
+	})
+	return s
+}
+
+func await(t *testing.T, p *capnweb.Promise) any {
+	t.Helper()
+	v, err := p.Await(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// fixture signs ada up over Cap'n Web, gives her a workspace with a Go counter and a JS
+// to-do list and a second workspace, and returns her session token, the agent token scoped
+// to the first workspace, the second workspace's id and the first workspace.
+func fixture(t *testing.T, s *server) (userToken, agentToken, otherWS string, home *capnweb.Promise) {
+	t.Helper()
+	sess, err := capnweb.DialWebSocket(ctx, "ws"+strings.TrimPrefix(s.http.URL, "http")+"/api", capnweb.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sess.Close() })
+	root := sess.Main()
+	userToken = await(t, root.Call(ctx, "signup", "ada", "correct horse battery")).(string)
+	api := root.Call(ctx, "authenticate", userToken)
+	ws := api.Call(ctx, "createWorkspace", "home")
+	id := await(t, ws.Call(ctx, "info")).(map[string]any)["id"].(string)
+	await(t, ws.Call(ctx, "createGadget", "counter", guesttest.Bytes(t, "gadgets/counter-go"), []string{"atelier:host/kv", "atelier:host/log"}))
+	src, err := os.ReadFile("../../gadgets/todo-jsgadget/server.ts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lib, err := os.ReadFile("../../gadgets/todo-jsgadget/todo.ts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	await(t, ws.Call(ctx, "createGadget", "todo", map[string]any{"server.ts": string(src), "todo.ts": string(lib)},
+		[]string{"atelier:host/kv", "atelier:host/log", "atelier:host/events", "atelier:host/bindings"}))
+	other := api.Call(ctx, "createWorkspace", "other")
+	otherWS = await(t, other.Call(ctx, "info")).(map[string]any)["id"].(string)
+	await(t, other.Call(ctx, "createGadget", "secret", guesttest.Bytes(t, "gadgets/counter-go"), []string{"atelier:host/kv", "atelier:host/log"}))
+	scope := map[string]any{"workspaces": map[string]any{id: map[string]any{"role": "use", "gadgets": []string{"*"}}}}
+	agentToken = await(t, api.Call(ctx, "createAgent", "helper", scope)).(map[string]any)["token"].(string)
+	return userToken, agentToken, otherWS, ws
+}
+
+// bearer adds an Authorization header to every request.
+type bearer struct{ token string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	if b.token != "" {
+		r.Header.Set("Authorization", "Bearer "+b.token)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// connect opens an MCP session with the official client over streamable HTTP.
+func connect(s *server, token string) (*gomcp.ClientSession, error) {
+	c := gomcp.NewClient(&gomcp.Implementation{Name: "test", Version: "1"}, nil)
+	return c.Connect(ctx, &gomcp.StreamableClientTransport{Endpoint: s.http.URL + "/mcp", HTTPClient: &http.Client{Transport: bearer{token}}, MaxRetries: -1}, nil)
+}
+
+func textOf(t *testing.T, res *gomcp.CallToolResult) string {
+	t.Helper()
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*gomcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+func call(t *testing.T, cs *gomcp.ClientSession, tool string, args map[string]any) *gomcp.CallToolResult {
+	t.Helper()
+	res, err := cs.CallTool(ctx, &gomcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	return res
+}
+
+func TestCodeModeOverMCP(t *testing.T) {
+	s := startServer(t)
+	_, agentToken, otherWS, home := fixture(t, s)
+	cs, err := connect(s, agentToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range tools.Tools {
+		names = append(names, tl.Name)
+	}
+	if !reflect.DeepEqual(names, []string{"describe_binding", "execute_code", "list_bindings"}) {
+		t.Fatalf("tools = %v", names)
+	}
+
+	res := call(t, cs, "list_bindings", nil)
+	if txt := textOf(t, res); res.IsError || !strings.Contains(txt, "- counter (gadget \"counter\"): echo, get, increment") || !strings.Contains(txt, "- todo (gadget \"todo\"): add, echo, list") || strings.Contains(txt, "secret") {
+		t.Fatalf("list_bindings: %s", txt)
+	}
+
+	res = call(t, cs, "describe_binding", map[string]any{"name": "counter"})
+	if txt := textOf(t, res); res.IsError || !strings.Contains(txt, "declare const counter: {") || !strings.Contains(txt, "increment(by: number): Promise<number>;") {
+		t.Fatalf("describe_binding: %s", txt)
+	}
+
+	res = call(t, cs, "execute_code", map[string]any{"code": `export default async function (env) {
+  const n = await env.counter.increment(41);
+  const item = await env.todo.add("via mcp");
+  console.log("added", item.id);
+  return { n: n + 1, title: item.title };
+}`})
+	txt := textOf(t, res)
+	if res.IsError || !strings.Contains(txt, "[info] added 1") || !strings.Contains(txt, `"n": 42`) || !strings.Contains(txt, `"title": "via mcp"`) {
+		t.Fatalf("execute_code: %s", txt)
+	}
+	sc, _ := res.StructuredContent.(map[string]any)
+	if v, _ := sc["value"].(map[string]any); v["n"] != float64(42) {
+		t.Fatalf("structured result = %v", res.StructuredContent)
+	}
+
+	// A snippet that throws is a tool error with its console; one that reaches for a gadget of
+	// another workspace finds nothing.
+	res = call(t, cs, "execute_code", map[string]any{"code": `export default async function (env) { console.log("a"); return await env.secret.increment(1) }`})
+	if txt := textOf(t, res); !res.IsError || !strings.Contains(txt, "[info] a") || !strings.Contains(txt, "TypeError") {
+		t.Fatalf("execute_code reaching outside its env: %v %s", res.IsError, txt)
+	}
+	res = call(t, cs, "list_bindings", map[string]any{"workspace": otherWS})
+	if txt := textOf(t, res); !res.IsError || !strings.Contains(txt, "outside its scope") {
+		t.Fatalf("list_bindings in another workspace: %v %s", res.IsError, txt)
+	}
+
+	// Every tool call is in the audit log, naming the agent and its owner.
+	var got []string
+	for _, e := range await(t, home.Call(ctx, "auditLog", 4)).([]any) {
+		e := e.(map[string]any)
+		if e["actor"] != "ada/agent:helper" || !strings.HasPrefix(e["detail"].(string), "via mcp;") {
+			t.Fatalf("audit entry %v", e)
+		}
+		got = append(got, e["action"].(string))
+	}
+	if want := []string{"code.execute", "code.execute", "code.describe_binding", "code.list_bindings"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("audit actions %v, want %v", got, want)
+	}
+}
+
+func TestMCPRefusesBadTokens(t *testing.T) {
+	s := startServer(t)
+	userToken, _, _, _ := fixture(t, s)
+	for name, tok := range map[string]string{
+		"missing":   "",
+		"malformed": "not-a-token",
+		"unknown":   "atl_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+		"user":      userToken,
+	} {
+		if cs, err := connect(s, tok); err == nil {
+			cs.Close()
+			t.Errorf("%s token: connected", name)
+		} else if !strings.Contains(err.Error(), "Unauthorized") && !strings.Contains(err.Error(), "401") {
+			t.Errorf("%s token: %v, want 401", name, err)
+		}
+	}
+}
