@@ -1,0 +1,350 @@
+// Package outboundhttp implements atelier:gatekeeper/outbound-http: HTTP requests that the host
+// performs for a gatekeeper. A request is sent only when it passes the Grant bound to the
+// instance (runtime.InstanceConfig.Bind[outboundhttp.Grant]): its scheme and host are among
+// the manifest's, its URL lies under one of the granted resource's prefixes, and it sets no
+// credential or hop-by-hop header. The host then adds the credential headers, dials only
+// public addresses (checked on the dialed IP, after DNS), refuses redirects and bodies over
+// the limits. An instance without a binding may reach nothing.
+package outboundhttp
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"atelier/host/runtime"
+)
+
+// Interface is the WIT interface this capability implements; Grant is the grant that allows it.
+const (
+	Interface = "atelier:gatekeeper/outbound-http@0.1.0"
+	Grant     = "atelier:gatekeeper/outbound-http"
+)
+
+// Options configure the capability for the whole runtime. Zero fields take the defaults.
+type Options struct {
+	// MaxRequestBody is the largest request body in bytes (default 1 MiB).
+	MaxRequestBody int
+	// MaxResponseBody is the largest response body in bytes (default 4 MiB).
+	MaxResponseBody int
+	// Timeout bounds one request, connection included (default 15 s); the call's own deadline
+	// wins when it is earlier.
+	Timeout time.Duration
+	// AllowAddrs lists "ip:port" addresses that may be dialed although they are loopback or
+	// private (a local test server, a service on the operator's own network). Each entry
+	// allows exactly that address and port.
+	AllowAddrs []string
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxRequestBody <= 0 {
+		o.MaxRequestBody = 1 << 20
+	}
+	if o.MaxResponseBody <= 0 {
+		o.MaxResponseBody = 4 << 20
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 15 * time.Second
+	}
+	return o
+}
+
+// Policy is what one gatekeeper instance may reach and what the host adds to its requests.
+// The kernel builds it from the package manifest, the resource the user granted and the
+// user's decrypted credential.
+type Policy struct {
+	// Schemes and Hosts are the manifest's allowed schemes ("https") and hosts ("api.example.com"
+	// or "api.example.com:8443"; compared case-insensitively, default ports omitted).
+	Schemes []string
+	Hosts   []string
+	// Prefixes are the URLs the granted resource allows, as scheme://host/path in canonical
+	// form (see CanonicalHost); a request's URL without its query must equal one or continue
+	// it after a "/".
+	Prefixes []string
+	// Headers are added to every request (the credential, e.g. Authorization: Bearer ...).
+	// The guest never sees them and may not set headers of these names.
+	Headers []Header
+}
+
+// Header is one header line.
+type Header struct {
+	Name, Value string
+}
+
+// New returns the host interface. It fails when an AllowAddrs entry is not an ip:port.
+func New(opts Options) (runtime.HostInterface, error) {
+	o := opts.withDefaults()
+	allowed := make(map[netip.AddrPort]bool)
+	for _, a := range o.AllowAddrs {
+		ap, err := netip.ParseAddrPort(a)
+		if err != nil {
+			return runtime.HostInterface{}, fmt.Errorf("outbound-http: AllowAddrs entry %q: %w", a, err)
+		}
+		allowed[unmapAddrPort(ap)] = true
+	}
+	c := &capability{opts: o}
+	dialer := &net.Dialer{Timeout: o.Timeout, Control: func(network, address string, _ syscall.RawConn) error {
+		return checkDial(address, allowed)
+	}}
+	c.client = &http.Client{
+		Transport: &http.Transport{
+			Proxy:                 nil, // never an environment proxy: the dialed address is the checked one
+			DialContext:           dialer.DialContext,
+			ForceAttemptHTTP2:     true,
+			MaxIdleConnsPerHost:   16,
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   o.Timeout,
+			ResponseHeaderTimeout: o.Timeout,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		Timeout:       o.Timeout,
+	}
+	return runtime.HostInterface{
+		Name:  Interface,
+		Funcs: []runtime.HostFunc{{Name: "fetch", Func: c.fetch}},
+		NewState: func(info runtime.InstanceInfo) (any, error) {
+			if info.Bind == nil {
+				return &Policy{}, nil
+			}
+			p, ok := info.Bind.(*Policy)
+			if !ok {
+				return nil, fmt.Errorf("outbound-http: binding is %T, want *outboundhttp.Policy", info.Bind)
+			}
+			return p, nil
+		},
+	}, nil
+}
+
+type capability struct {
+	opts   Options
+	client *http.Client
+}
+
+func unmapAddrPort(ap netip.AddrPort) netip.AddrPort {
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+}
+
+// Address ranges that are not public although netip does not classify them so.
+var reserved = []netip.Prefix{
+	netip.MustParsePrefix("0.0.0.0/8"),
+	netip.MustParsePrefix("100.64.0.0/10"), // carrier-grade NAT
+	netip.MustParsePrefix("192.0.0.0/24"),
+	netip.MustParsePrefix("192.0.2.0/24"),
+	netip.MustParsePrefix("198.18.0.0/15"),
+	netip.MustParsePrefix("198.51.100.0/24"),
+	netip.MustParsePrefix("203.0.113.0/24"),
+	netip.MustParsePrefix("240.0.0.0/4"),
+	netip.MustParsePrefix("64:ff9b::/96"), // NAT64: may translate to any IPv4 address
+	netip.MustParsePrefix("2001:db8::/32"),
+}
+
+// Public reports whether addr is a public unicast address.
+func Public(addr netip.Addr) bool {
+	a := addr.Unmap()
+	if !a.IsValid() || a.IsLoopback() || a.IsPrivate() || a.IsUnspecified() || a.IsMulticast() ||
+		a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() || a.IsInterfaceLocalMulticast() {
+		return false
+	}
+	for _, p := range reserved {
+		if p.Contains(a) {
+			return false
+		}
+	}
+	return true
+}
+
+// checkDial runs for every connection, on the IP:port actually dialed (after DNS).
+func checkDial(address string, allowed map[netip.AddrPort]bool) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return fmt.Errorf("refusing to dial %q: %w", address, err)
+	}
+	if ap = unmapAddrPort(ap); Public(ap.Addr()) || allowed[ap] {
+		return nil
+	}
+	return &deniedError{fmt.Sprintf("refusing to dial %s: not a public address", ap)}
+}
+
+// deniedError is a policy refusal found while dialing.
+type deniedError struct{ msg string }
+
+func (e *deniedError) Error() string { return e.msg }
+
+// fetchError returns the WIT `error` variant as a result error.
+func fetchError(tag, msg string) error {
+	return runtime.Fail(map[string]any{"tag": tag, "val": msg})
+}
+
+var methods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
+
+// Headers a guest may not set: the transport manages them, or they would change where or how
+// the request goes.
+var reservedHeaders = []string{
+	"host", "connection", "content-length", "transfer-encoding", "te", "trailer", "upgrade",
+	"keep-alive", "proxy-authorization", "proxy-connection", "expect",
+}
+
+func (c *capability) fetch(ctx context.Context, call *runtime.HostCall, args []any) (any, error) {
+	p := call.State().(*Policy)
+	r := args[0].(map[string]any)
+	method, rawURL, body := r["method"].(string), r["url"].(string), r["body"].([]byte)
+	if !slices.Contains(methods, method) {
+		return nil, fetchError("invalid", fmt.Sprintf("method %q is not one of %s", method, strings.Join(methods, ", ")))
+	}
+	u, err := p.Check(rawURL)
+	if err != nil {
+		return nil, fetchError("denied", err.Error())
+	}
+	if len(body) > c.opts.MaxRequestBody {
+		return nil, fetchError("too-large", fmt.Sprintf("request body of %d bytes exceeds %d", len(body), c.opts.MaxRequestBody))
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), bytes.NewReader(body))
+	if err != nil {
+		return nil, fetchError("invalid", err.Error())
+	}
+	for _, h := range r["headers"].([]any) {
+		h := h.(map[string]any)
+		name, value := h["name"].(string), h["value"].(string)
+		if err := p.checkHeader(name, value); err != nil {
+			return nil, err
+		}
+		req.Header.Add(name, value)
+	}
+	for _, h := range p.Headers {
+		req.Header.Set(h.Name, h.Value)
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		var de *deniedError
+		if errors.As(err, &de) {
+			return nil, fetchError("denied", de.msg)
+		}
+		return nil, fetchError("failed", fmt.Sprintf("%s %s: %v", method, u.Redacted(), unwrapURLError(err)))
+	}
+	defer resp.Body.Close()
+	if loc := resp.Header.Get("Location"); resp.StatusCode/100 == 3 && loc != "" {
+		return nil, fetchError("denied", fmt.Sprintf("%s %s: redirect (HTTP %d) to %q refused", method, u.Redacted(), resp.StatusCode, loc))
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, int64(c.opts.MaxResponseBody)+1))
+	if err != nil {
+		return nil, fetchError("failed", fmt.Sprintf("%s %s: reading the body: %v", method, u.Redacted(), unwrapURLError(err)))
+	}
+	if len(data) > c.opts.MaxResponseBody {
+		return nil, fetchError("too-large", fmt.Sprintf("%s %s: response body exceeds %d bytes", method, u.Redacted(), c.opts.MaxResponseBody))
+	}
+	headers := make([]any, 0, len(resp.Header))
+	for name, vals := range resp.Header {
+		for _, v := range vals {
+			headers = append(headers, map[string]any{"name": name, "value": v})
+		}
+	}
+	return map[string]any{"status": uint16(resp.StatusCode), "headers": headers, "body": data}, nil
+}
+
+// unwrapURLError drops the *url.Error wrapper, whose text repeats the method and URL.
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// checkHeader refuses malformed headers, transport headers and the credential headers.
+func (p *Policy) checkHeader(name, value string) error {
+	if name == "" || strings.IndexFunc(name, func(r rune) bool { return r <= ' ' || r >= 0x7f || strings.ContainsRune("()<>@,;:\\\"/[]?={}", r) }) >= 0 {
+		return fetchError("invalid", fmt.Sprintf("header name %q is not a token", name))
+	}
+	if strings.ContainsAny(value, "\r\n\x00") {
+		return fetchError("invalid", fmt.Sprintf("header %s: value contains CR, LF or NUL", name))
+	}
+	if slices.Contains(reservedHeaders, strings.ToLower(name)) {
+		return fetchError("denied", fmt.Sprintf("header %s is set by the host", name))
+	}
+	for _, h := range p.Headers {
+		if strings.EqualFold(h.Name, name) {
+			return fetchError("denied", fmt.Sprintf("header %s carries the credential and is set by the host", name))
+		}
+	}
+	return nil
+}
+
+// Check parses rawURL and reports whether the policy allows a request to it.
+func (p *Policy) Check(rawURL string) (*url.URL, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("bad URL: %w", err)
+	}
+	if !u.IsAbs() || u.Opaque != "" || u.Host == "" {
+		return nil, fmt.Errorf("URL %q is not absolute", rawURL)
+	}
+	if u.User != nil {
+		return nil, fmt.Errorf("URL %q carries user information", u.Redacted())
+	}
+	u.Fragment, u.RawFragment = "", ""
+	host := CanonicalHost(u.Scheme, u.Host)
+	if !slices.Contains(p.Schemes, strings.ToLower(u.Scheme)) {
+		return nil, fmt.Errorf("scheme %q is not allowed by the manifest (allowed: %s)", u.Scheme, strings.Join(p.Schemes, ", "))
+	}
+	if !slices.ContainsFunc(p.Hosts, func(h string) bool { return CanonicalHost(u.Scheme, h) == host }) {
+		return nil, fmt.Errorf("host %q is not allowed by the manifest (allowed: %s)", u.Host, strings.Join(p.Hosts, ", "))
+	}
+	if err := checkPath(u.EscapedPath()); err != nil {
+		return nil, fmt.Errorf("URL %q: %w", u.Redacted(), err)
+	}
+	target := strings.ToLower(u.Scheme) + "://" + host + u.EscapedPath()
+	for _, pre := range p.Prefixes {
+		if underPrefix(target, pre) {
+			return u, nil
+		}
+	}
+	return nil, fmt.Errorf("URL %q is outside the granted resource", u.Redacted())
+}
+
+// checkPath refuses paths that could step out of a prefix: dot segments, encoded slashes,
+// backslashes and dots, empty segments.
+func checkPath(escaped string) error {
+	lower := strings.ToLower(escaped)
+	for _, bad := range []string{"%2f", "%5c", "%2e", "\\", "//"} {
+		if strings.Contains(lower, bad) {
+			return fmt.Errorf("path contains %q", bad)
+		}
+	}
+	for _, seg := range strings.Split(escaped, "/") {
+		if seg == "." || seg == ".." {
+			return fmt.Errorf("path contains a %q segment", seg)
+		}
+	}
+	return nil
+}
+
+// underPrefix reports whether target (scheme://host/path, canonical) is prefix or below it.
+func underPrefix(target, prefix string) bool {
+	if !strings.HasPrefix(target, prefix) {
+		return false
+	}
+	rest := target[len(prefix):]
+	return rest == "" || strings.HasSuffix(prefix, "/") || rest[0] == '/'
+}
+
+// CanonicalHost lowercases host and drops the scheme's default port.
+func CanonicalHost(scheme, host string) string {
+	host = strings.ToLower(host)
+	switch strings.ToLower(scheme) {
+	case "https":
+		host = strings.TrimSuffix(host, ":443")
+	case "http":
+		host = strings.TrimSuffix(host, ":80")
+	}
+	return host
+}

@@ -1,0 +1,249 @@
+package gatekeeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+
+	"atelier/host/capability/approvals"
+	"atelier/host/capability/kv"
+	"atelier/host/capability/outboundhttp"
+	"atelier/host/runtime"
+)
+
+// Account is what one instance of a gatekeeper acts for: one user's connected account on one
+// granted resource. The kernel fills it from its records (credentials decrypted with vault).
+type Account struct {
+	// Name identifies the instance (a gatekeeper ID); queue entries carry it.
+	Name string
+	// Resource is the granted resource URL; it must match one of the manifest's patterns.
+	Resource string
+	// Credentials maps each of the manifest's credential names to the user's secret.
+	Credentials map[string]string
+	// Queue receives the instance's observations and actions.
+	Queue Queue
+	// Store is the gatekeeper's own kv state (nil: an empty in-memory store).
+	Store kv.Store
+	// Console receives the guest's log lines (nil drops them).
+	Console func(runtime.ConsoleLine)
+	// Limits bound each call and the instance's memory.
+	Limits runtime.Limits
+}
+
+// Instance is one live gatekeeper instance. It is safe for concurrent use; the guest runs one
+// call at a time.
+type Instance struct {
+	g     *Gatekeeper
+	name  string
+	url   string
+	kind  string
+	queue Queue
+	inst  *runtime.Instance
+}
+
+// Start creates an instance for acct. It refuses a resource the manifest does not serve and
+// credentials that do not match the manifest's.
+func (g *Gatekeeper) Start(ctx context.Context, acct Account) (*Instance, error) {
+	m := &g.Package.Manifest
+	grant, err := m.GrantFor(acct.Resource)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", m.Name, err)
+	}
+	if acct.Queue == nil {
+		return nil, fmt.Errorf("start %s: no approval queue", m.Name)
+	}
+	policy := &outboundhttp.Policy{Schemes: m.Egress.Schemes, Hosts: m.Egress.Hosts, Prefixes: grant.Prefixes}
+	for name := range acct.Credentials {
+		if !slices.ContainsFunc(m.Credentials, func(c Credential) bool { return c.Name == name }) {
+			return nil, fmt.Errorf("start %s: credential %q is not in the manifest", m.Name, name)
+		}
+	}
+	for _, c := range m.Credentials {
+		secret, ok := acct.Credentials[c.Name]
+		if !ok || secret == "" || strings.ContainsAny(secret, "\r\n\x00") {
+			return nil, fmt.Errorf("start %s: credential %q is missing or not one line", m.Name, c.Name)
+		}
+		policy.Headers = append(policy.Headers, outboundhttp.Header{Name: c.Header, Value: strings.Replace(c.Template, "{secret}", secret, 1)})
+	}
+	in := &Instance{g: g, name: acct.Name, url: acct.Resource, kind: grant.Kind, queue: acct.Queue}
+	bind := map[string]any{outboundhttp.Grant: policy, approvals.Grant: sink{in}}
+	if acct.Store != nil {
+		bind[kv.Grant] = acct.Store
+	}
+	in.inst, err = g.rt.Instantiate(ctx, g.comp, runtime.InstanceConfig{
+		Name: acct.Name, Grants: Grants(), Limits: acct.Limits, Console: acct.Console, Bind: bind,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", m.Name, err)
+	}
+	return in, nil
+}
+
+// Name returns Account.Name.
+func (in *Instance) Name() string { return in.name }
+
+// Resource returns the granted resource URL and its kind.
+func (in *Instance) Resource() (url, kind string) { return in.url, in.kind }
+
+// Gatekeeper returns the installed package the instance runs.
+func (in *Instance) Gatekeeper() *Gatekeeper { return in.g }
+
+// Runtime returns the component instance, for diagnostics and tests (a probe's debug
+// exports). Calling the connector through it bypasses sessions and the approval bookkeeping.
+func (in *Instance) Runtime() *runtime.Instance { return in.inst }
+
+// Close ends the instance.
+func (in *Instance) Close() error { return in.inst.Close() }
+
+func (in *Instance) call(ctx context.Context, fn string, args ...any) (any, error) {
+	res, err := in.inst.Call(ctx, Connector+"#"+fn, args...)
+	if err != nil {
+		var re *runtime.ResultError
+		if errors.As(err, &re) {
+			return nil, fmt.Errorf("%s %s: %v", in.name, fn, re.Value)
+		}
+		return nil, fmt.Errorf("%s %s: %w", in.name, fn, err)
+	}
+	return res, nil
+}
+
+// Resource describes a granted resource.
+type Resource struct {
+	URL, Title, Snippet, SuggestedBindingName string
+}
+
+// DescribeResource asks the gatekeeper to describe its granted resource.
+func (in *Instance) DescribeResource(ctx context.Context) (Resource, error) {
+	v, err := in.call(ctx, "describe-resource", in.url)
+	if err != nil {
+		return Resource{}, err
+	}
+	m := v.(map[string]any)
+	return Resource{URL: m["url"].(string), Title: m["title"].(string), Snippet: m["snippet"].(string), SuggestedBindingName: m["suggested-binding-name"].(string)}, nil
+}
+
+// TypeScriptTypes returns the declarations of the session API, for agents.
+func (in *Instance) TypeScriptTypes(ctx context.Context) (string, error) {
+	v, err := in.call(ctx, "typescript-types")
+	if err != nil {
+		return "", err
+	}
+	return v.(string), nil
+}
+
+// Session is one caller's session on an instance.
+type Session struct {
+	in     *Instance
+	id     uint64
+	caller string
+	closed atomic.Bool
+}
+
+// OpenSession opens a session for caller, an opaque label such as "agent:7" that queue
+// entries carry.
+func (in *Instance) OpenSession(ctx context.Context, caller string) (*Session, error) {
+	v, err := in.call(ctx, "open-session", in.url, caller)
+	if err != nil {
+		return nil, err
+	}
+	return &Session{in: in, id: v.(uint64), caller: caller}, nil
+}
+
+// Caller returns the label the session was opened with.
+func (s *Session) Caller() string { return s.caller }
+
+// callInfo is attached to the context of a session call: the approvals Sink reads it.
+type callInfo struct {
+	s         *Session
+	submitted bool
+}
+
+type callKey struct{}
+
+// Call invokes method of the session API with args, a JSON array, and returns the JSON
+// result. When the call submitted actions, the queue is drained afterwards (Queue.Drain), so
+// that auto-approved actions are applied once the call has returned.
+func (s *Session) Call(ctx context.Context, method, args string) (string, error) {
+	if s.closed.Load() {
+		return "", fmt.Errorf("%s: session %d is closed", s.in.name, s.id)
+	}
+	ci := &callInfo{s: s}
+	v, err := s.in.call(context.WithValue(ctx, callKey{}, ci), "invoke", s.id, method, args)
+	if ci.submitted {
+		if derr := s.in.queue.Drain(ctx, s.in.name); derr != nil {
+			err = errors.Join(err, fmt.Errorf("%s: apply auto-approved actions: %w", s.in.name, derr))
+		}
+	}
+	if err != nil {
+		return "", err
+	}
+	return v.(string), nil
+}
+
+// Close closes the session.
+func (s *Session) Close(ctx context.Context) error {
+	if !s.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	_, err := s.in.call(ctx, "close-session", s.id)
+	return err
+}
+
+// ApplyAction performs approved action id (see Target).
+func (in *Instance) ApplyAction(ctx context.Context, id uint64, payload string) (string, error) {
+	v, err := in.call(ctx, "apply-action", id, payload)
+	if err != nil {
+		return "", err
+	}
+	return v.(string), nil
+}
+
+// RejectAction tells the gatekeeper that action id was rejected (see Target).
+func (in *Instance) RejectAction(ctx context.Context, id uint64, payload string) error {
+	_, err := in.call(ctx, "reject-action", id, payload)
+	return err
+}
+
+// RevertAction undoes applied action id (see Target).
+func (in *Instance) RevertAction(ctx context.Context, id uint64, payload string) (string, error) {
+	v, err := in.call(ctx, "revert-action", id, payload)
+	if err != nil {
+		return "", err
+	}
+	return v.(string), nil
+}
+
+// sink is the approvals.Sink of an instance: it attributes each observation and action to
+// the session being served and forwards it to the account's queue.
+type sink struct{ in *Instance }
+
+func (k sink) origin(ctx context.Context) (Origin, *callInfo) {
+	o := Origin{Gatekeeper: k.in.name, Package: k.in.g.Package.String(), Resource: k.in.url}
+	ci, _ := ctx.Value(callKey{}).(*callInfo)
+	if ci != nil {
+		o.Caller, o.Session = ci.s.caller, ci.s.id
+	}
+	return o, ci
+}
+
+func (k sink) AuthorizeObservation(ctx context.Context, o approvals.Observation) error {
+	origin, _ := k.origin(ctx)
+	return k.in.queue.Observe(ctx, ObservationRecord{Origin: origin, Observation: o})
+}
+
+func (k sink) SubmitAction(ctx context.Context, a approvals.Action) (uint64, error) {
+	origin, ci := k.origin(ctx)
+	if ci == nil {
+		return 0, errors.New("actions can only be submitted while serving a session call")
+	}
+	// The guest's claim counts only for kinds the manifest lets users auto-approve.
+	a.AutoApprovable = a.AutoApprovable && slices.Contains(k.in.g.Package.Manifest.AutoApprovable, a.Kind.Tag)
+	id, err := k.in.queue.Submit(ctx, ActionRecord{Origin: origin, Action: a, Target: k.in})
+	if err == nil {
+		ci.submitted = true
+	}
+	return id, err
+}

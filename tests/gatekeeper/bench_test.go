@@ -1,0 +1,70 @@
+package gatekeeper_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"testing"
+
+	"atelier/host/capability/outboundhttp"
+	"atelier/host/gatekeeper"
+)
+
+// BenchmarkFetch compares, in one run against the same loopback service, a plain Go HTTP GET
+// (raw) with the same GET made by the probe gatekeeper through outbound-http (gatekeeper:
+// session call -> guest -> host fetch -> guest -> JSON result), and with a full read of the
+// notes gatekeeper (notes-list: fetch, JSON decoding, an observation recorded in the queue).
+// The gatekeeper hop is the difference between gatekeeper and raw; gatekeeper-refused is the
+// same call refused by the policy before any I/O (guest, canonical ABI and policy check only).
+func BenchmarkFetch(b *testing.B) {
+	svc := startService(b)
+	url := svc.Origin + "/api/notebooks/work/whoami"
+	rt := newRuntime(b, outboundhttp.Options{AllowAddrs: []string{svc.Addr}})
+	probe := install(b, rt, gatekeeper.Manifest{
+		Name: "probe", Version: "1", Vendor: "tests", World: gatekeeper.World,
+		Egress:      gatekeeper.Egress{Schemes: []string{"http"}, Hosts: []string{svc.Addr}},
+		Credentials: []gatekeeper.Credential{{Name: "token", Header: "Authorization", Template: "Bearer {secret}"}},
+		Resources:   []gatekeeper.ResourcePattern{{Kind: "notebook", URLPattern: svc.Origin + "/notebooks/:notebook", Egress: []string{svc.Origin + "/api/notebooks/:notebook"}}},
+	}, guest(b, "tests/gatekeeper/guests/probe"))
+	notes := install(b, rt, notesManifest(b, svc), guest(b, "gatekeepers/notes-go"))
+	_, ps := start(b, probe, "probe", svc.Origin+"/notebooks/work", aliceToken, gatekeeper.NewMemoryQueue(), nil)
+	_, ns := start(b, notes, "notes", svc.Origin+"/notebooks/work", aliceToken, gatekeeper.NewMemoryQueue(), nil)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+	ctx := context.Background()
+	args := `["GET", "` + url + `", {}, ""]`
+	refused := `["GET", "http://example.com/api/notebooks/work/whoami", {}, ""]`
+
+	b.Run("raw", func(b *testing.B) {
+		for b.Loop() {
+			req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+			req.Header.Set("Authorization", "Bearer "+aliceToken)
+			resp, err := client.Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			io.ReadAll(resp.Body)
+			resp.Body.Close()
+		}
+	})
+	b.Run("gatekeeper", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := ps.Call(ctx, "fetch", args); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("gatekeeper-refused", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := ps.Call(ctx, "fetch", refused); err == nil {
+				b.Fatal("a request outside the manifest was sent")
+			}
+		}
+	})
+	b.Run("notes-list", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := ns.Call(ctx, "list", "[]"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

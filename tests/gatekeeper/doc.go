@@ -1,0 +1,5 @@
+// Package gatekeeper_test runs gatekeepers end to end: the example notes gatekeeper
+// (gatekeepers/notes-go) and a hostile probe (guests/probe) are built with sdk/build-gadget.sh,
+// packaged, installed and run against the jsonapi notes service (jsonapi/), started as a
+// separate process on loopback. Run with `go test ./tests/gatekeeper` (skipped under -short).
+package gatekeeper

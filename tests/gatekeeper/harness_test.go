@@ -1,0 +1,263 @@
+package gatekeeper_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"atelier/host/capability/kv"
+	"atelier/host/capability/log"
+	"atelier/host/capability/outboundhttp"
+	"atelier/host/gatekeeper"
+	"atelier/host/runtime"
+	"atelier/sdk/guesttest"
+)
+
+// Users, their tokens and notebooks on the test service.
+const (
+	aliceToken = "alice-tok-7f3c9e1d2b5a4c68"
+	bobToken   = "bob-tok-1a2b3c4d5e6f7081"
+)
+
+func TestMain(m *testing.M) {
+	os.Unsetenv("RUST_BACKTRACE")
+	code := m.Run()
+	for _, stop := range stops {
+		stop()
+	}
+	os.Exit(code)
+}
+
+var (
+	serverBin string
+	buildOnce sync.Once
+	buildErr  error
+	stops     []func()
+	stopsMu   sync.Mutex
+)
+
+// service is one running jsonapi process.
+type service struct {
+	Addr   string // 127.0.0.1:PORT
+	Origin string // http://127.0.0.1:PORT
+
+	mu  sync.Mutex
+	log []request
+}
+
+// request is one line of the service's request log.
+type request struct {
+	Method, Path, User string
+	Status             int
+}
+
+// requests returns the request log so far.
+func (s *service) requests() []request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]request(nil), s.log...)
+}
+
+// startService builds (once) and starts a jsonapi process with alice owning "work" and bob
+// owning "home"; it runs until the test binary exits.
+func startService(t testing.TB) *service {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("skipped under -short: builds guests and starts a service")
+	}
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "atelier-jsonapi-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		serverBin = filepath.Join(dir, "jsonapi")
+		out, err := exec.Command("go", "build", "-o", serverBin, "./jsonapi").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build jsonapi: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	cmd := exec.Command(serverBin, "-token", "alice="+aliceToken, "-token", "bob="+bobToken, "-notebook", "work=alice", "-notebook", "home=bob")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopsMu.Lock()
+	stops = append(stops, func() { cmd.Process.Kill(); cmd.Wait() })
+	stopsMu.Unlock()
+	lines := bufio.NewScanner(stdout)
+	if !lines.Scan() {
+		t.Fatalf("jsonapi did not start: %v", lines.Err())
+	}
+	origin, ok := strings.CutPrefix(lines.Text(), "listening ")
+	if !ok {
+		t.Fatalf("jsonapi said %q", lines.Text())
+	}
+	s := &service{Origin: origin, Addr: strings.TrimPrefix(origin, "http://")}
+	go func() {
+		for lines.Scan() {
+			var r request
+			if json.Unmarshal(lines.Bytes(), &r) == nil {
+				s.mu.Lock()
+				s.log = append(s.log, r)
+				s.mu.Unlock()
+			}
+		}
+	}()
+	return s
+}
+
+// direct calls the service from the test process, as the user with token.
+func (s *service) direct(t testing.TB, method, path, token string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, s.Origin+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// newRuntime returns a runtime with the gatekeeper interfaces; loopback is allowed only for
+// the addresses given.
+func newRuntime(t testing.TB, opts outboundhttp.Options) *runtime.Runtime {
+	t.Helper()
+	gk, err := gatekeeper.Interfaces(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := runtime.New(runtime.Config{CacheDir: t.TempDir(), Interfaces: append(gk, log.New(), kv.New(kv.Limits{}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	return rt
+}
+
+// notesManifest is gatekeepers/notes-go/manifest.json pointed at the service's origin.
+func notesManifest(t testing.TB, s *service) gatekeeper.Manifest {
+	t.Helper()
+	data, err := os.ReadFile("../../gatekeepers/notes-go/manifest.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m gatekeeper.Manifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	m.Egress = gatekeeper.Egress{Schemes: []string{"http"}, Hosts: []string{s.Addr}}
+	m.Resources[0].URLPattern = s.Origin + "/notebooks/:notebook"
+	m.Resources[0].Egress = []string{s.Origin + "/api/notebooks/:notebook"}
+	return m
+}
+
+// install packs wasm with m, opens and installs it.
+func install(t testing.TB, rt *runtime.Runtime, m gatekeeper.Manifest, wasm []byte) *gatekeeper.Gatekeeper {
+	t.Helper()
+	archive, err := gatekeeper.Pack(m, wasm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := gatekeeper.Open(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := gatekeeper.Install(context.Background(), rt, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Close)
+	return g
+}
+
+// console collects an instance's console lines.
+type console struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (c *console) add(l runtime.ConsoleLine) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lines = append(c.lines, l.Text)
+}
+
+func (c *console) text() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return strings.Join(c.lines, "\n")
+}
+
+// start starts an instance of g for the account and opens a session.
+func start(t testing.TB, g *gatekeeper.Gatekeeper, name, resource, token string, q gatekeeper.Queue, con *console) (*gatekeeper.Instance, *gatekeeper.Session) {
+	t.Helper()
+	ctx := context.Background()
+	acct := gatekeeper.Account{
+		Name: name, Resource: resource, Credentials: map[string]string{"token": token}, Queue: q,
+		Limits: runtime.Limits{Timeout: 10 * time.Second},
+	}
+	if con != nil {
+		acct.Console = con.add
+	}
+	in, err := g.Start(ctx, acct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close() })
+	s, err := in.OpenSession(ctx, "agent:"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in, s
+}
+
+// call calls a session method and decodes the JSON result into out (when not nil).
+func call(t testing.TB, s *gatekeeper.Session, out any, method string, args ...any) {
+	t.Helper()
+	res, err := callErr(s, method, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", method, err)
+	}
+	if out != nil {
+		if err := json.Unmarshal([]byte(res), out); err != nil {
+			t.Fatalf("%s: result %q: %v", method, res, err)
+		}
+	}
+}
+
+func callErr(s *gatekeeper.Session, method string, args ...any) (string, error) {
+	if args == nil {
+		args = []any{}
+	}
+	a, err := json.Marshal(args)
+	if err != nil {
+		return "", err
+	}
+	return s.Call(context.Background(), method, string(a))
+}
+
+// guest returns the component built from a guest folder (relative to the repository root).
+func guest(t testing.TB, dir string) []byte { return guesttest.Bytes(t, dir) }

@@ -1,0 +1,188 @@
+// Command jsonapi is a small notes service with a JSON API, the outside service the gatekeeper
+// tests talk to (as a separate process, over loopback). Users authenticate with bearer
+// tokens; each notebook belongs to one user.
+//
+//	jsonapi -token alice=SECRET -notebook work=alice [-listen 127.0.0.1:0]
+//
+// It prints "listening http://HOST:PORT" once ready, then one JSON line per request
+// ({"method","path","user","status"}; user is the token's owner, "" without a token and "?"
+// for an unknown token; tokens are never printed). Routes, under /api/notebooks/NAME:
+//
+//	GET    /notes        {"notes": [{"id","title","body"}]}
+//	GET    /notes/ID     one note
+//	POST   /notes        {"title","body"} -> 201 and the note
+//	DELETE /notes/ID     204
+//	GET    /whoami       {"user"}
+//	GET    /redirect     302 to /notes
+//	GET    /big?bytes=N  N bytes of "x"
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+type note struct {
+	ID    int64  `json:"id"`
+	Title string `json:"title"`
+	Body  string `json:"body"`
+}
+
+type server struct {
+	tokens map[string]string // token -> user
+	owners map[string]string // notebook -> user
+
+	mu    sync.Mutex
+	notes map[string][]note
+	next  int64
+	out   *json.Encoder
+}
+
+type pairs map[string]string
+
+func (p pairs) String() string { return fmt.Sprint(map[string]string(p)) }
+func (p pairs) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" || v == "" {
+		return fmt.Errorf("want KEY=VALUE, got %q", s)
+	}
+	p[k] = v
+	return nil
+}
+
+func main() {
+	tokens, notebooks := pairs{}, pairs{}
+	flag.Var(tokens, "token", "USER=TOKEN: a user and their API token (repeatable)")
+	flag.Var(notebooks, "notebook", "NAME=USER: a notebook and its owner (repeatable)")
+	listen := flag.String("listen", "127.0.0.1:0", "address to listen on")
+	flag.Parse()
+	s := &server{tokens: map[string]string{}, owners: notebooks, notes: map[string][]note{}, out: json.NewEncoder(os.Stdout)}
+	for user, token := range tokens {
+		s.tokens[token] = user
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "jsonapi:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("listening http://%s\n", ln.Addr())
+	fmt.Fprintln(os.Stderr, "jsonapi:", http.Serve(ln, s))
+	os.Exit(1)
+}
+
+// statusWriter remembers the status for the request log.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	user := ""
+	if auth := r.Header.Get("Authorization"); auth != "" {
+		user = "?"
+		if tok, ok := strings.CutPrefix(auth, "Bearer "); ok && s.tokens[tok] != "" {
+			user = s.tokens[tok]
+		}
+	}
+	sw := &statusWriter{ResponseWriter: w, status: 200}
+	s.route(sw, r, user)
+	s.mu.Lock()
+	s.out.Encode(map[string]any{"method": r.Method, "path": r.URL.Path, "user": user, "status": sw.status})
+	s.mu.Unlock()
+}
+
+func reply(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+func (s *server) route(w http.ResponseWriter, r *http.Request, user string) {
+	rest, ok := strings.CutPrefix(r.URL.Path, "/api/notebooks/")
+	if !ok {
+		reply(w, 404, map[string]string{"error": "not found"})
+		return
+	}
+	nb, sub, _ := strings.Cut(rest, "/")
+	owner, ok := s.owners[nb]
+	switch {
+	case !ok:
+		reply(w, 404, map[string]string{"error": "no notebook " + nb})
+		return
+	case user == "" || user == "?":
+		reply(w, 401, map[string]string{"error": "a valid bearer token is required"})
+		return
+	case user != owner:
+		reply(w, 403, map[string]string{"error": "notebook " + nb + " belongs to someone else"})
+		return
+	}
+	switch {
+	case sub == "whoami" && r.Method == "GET":
+		reply(w, 200, map[string]string{"user": user})
+	case sub == "redirect" && r.Method == "GET":
+		http.Redirect(w, r, "/api/notebooks/"+nb+"/notes", http.StatusFound)
+	case sub == "big" && r.Method == "GET":
+		n, _ := strconv.Atoi(r.URL.Query().Get("bytes"))
+		w.WriteHeader(200)
+		w.Write([]byte(strings.Repeat("x", n)))
+	case sub == "notes" && r.Method == "GET":
+		s.mu.Lock()
+		list := append([]note{}, s.notes[nb]...)
+		s.mu.Unlock()
+		reply(w, 200, map[string]any{"notes": list})
+	case sub == "notes" && r.Method == "POST":
+		var n note
+		if err := json.NewDecoder(r.Body).Decode(&n); err != nil || n.Title == "" {
+			reply(w, 400, map[string]string{"error": "want {\"title\", \"body\"}"})
+			return
+		}
+		s.mu.Lock()
+		s.next++
+		n.ID = s.next
+		s.notes[nb] = append(s.notes[nb], n)
+		s.mu.Unlock()
+		reply(w, 201, n)
+	case strings.HasPrefix(sub, "notes/"):
+		id, err := strconv.ParseInt(strings.TrimPrefix(sub, "notes/"), 10, 64)
+		if err != nil {
+			reply(w, 400, map[string]string{"error": "bad note id"})
+			return
+		}
+		s.note(w, r, nb, id)
+	default:
+		reply(w, 404, map[string]string{"error": "not found"})
+	}
+}
+
+func (s *server) note(w http.ResponseWriter, r *http.Request, nb string, id int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, n := range s.notes[nb] {
+		if n.ID != id {
+			continue
+		}
+		switch r.Method {
+		case "GET":
+			reply(w, 200, n)
+		case "DELETE":
+			s.notes[nb] = append(s.notes[nb][:i], s.notes[nb][i+1:]...)
+			w.WriteHeader(204)
+		default:
+			reply(w, 405, map[string]string{"error": "method not allowed"})
+		}
+		return
+	}
+	reply(w, 404, map[string]string{"error": "no note " + strconv.FormatInt(id, 10)})
+}
