@@ -154,7 +154,7 @@ func BenchmarkPath(b *testing.B) {
 			p := startInProcess(b, b.TempDir())
 			inproc := connectFleet(b, p.url, code, clients)
 			srv := startServe(b, atelierBinary(b), filepath.Join(b.TempDir(), "atelier.db"))
-			full := connectFleet(b, srv.url, code, clients)
+			full := connectFleet(b, srv.URL, code, clients)
 			b.Run("inproc", func(b *testing.B) { runClients(b, clients, increment(inproc)) })
 			b.Run("inproc_read", func(b *testing.B) {
 				runClients(b, clients, func(c int) error {
@@ -163,9 +163,9 @@ func BenchmarkPath(b *testing.B) {
 				})
 			})
 			b.Run("full", func(b *testing.B) {
-				cpu0 := processCPU(b, srv.cmd.Process.Pid)
+				cpu0 := processCPU(b, srv.Pid())
 				runClients(b, clients, increment(full))
-				b.ReportMetric(float64(processCPU(b, srv.cmd.Process.Pid)-cpu0)/float64(b.N), "server-cpu-ns/op")
+				b.ReportMetric(float64(processCPU(b, srv.Pid())-cpu0)/float64(b.N), "server-cpu-ns/op")
 			})
 			b.Run("direct", func(b *testing.B) {
 				comp, err := p.rt.Compile(bg, code)
@@ -485,12 +485,12 @@ func BenchmarkStartup(b *testing.B) {
 	code := guesttest.Bytes(b, counterGo)
 	data := filepath.Join(b.TempDir(), "atelier.db")
 	srv := startServe(b, bin, data)
-	acc := newAccount(b, srv.url, "bench")
-	withSession(b, srv.url, func(s *session) {
+	acc := newAccount(b, srv.URL, "bench")
+	withSession(b, srv.URL, func(s *session) {
 		acc.createGadget(b, s, counterName(0), code)
 		must(b, "get", acc.connect(s, counterName(0)).Call(bg, "get")) // fills the component cache
 	})
-	srv.terminate(b)
+	srv.Terminate(b)
 	for _, bm := range []struct {
 		name      string
 		firstCall bool
@@ -499,7 +499,7 @@ func BenchmarkStartup(b *testing.B) {
 			for range b.N {
 				b.StartTimer()
 				srv := startServe(b, bin, data)
-				c, err := dial(bg, srv.url)
+				c, err := dial(bg, srv.URL)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -509,7 +509,7 @@ func BenchmarkStartup(b *testing.B) {
 				}
 				b.StopTimer()
 				c.s.Close()
-				srv.terminate(b)
+				srv.Terminate(b)
 			}
 		})
 	}

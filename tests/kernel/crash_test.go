@@ -31,8 +31,8 @@ func TestCrashSafety(t *testing.T) {
 	code := guesttest.Bytes(t, counterGo)
 	data := filepath.Join(t.TempDir(), "atelier.db")
 	srv := startServe(t, bin, data)
-	acc := newAccount(t, srv.url, "crash")
-	setup := mustDial(t, srv.url)
+	acc := newAccount(t, srv.URL, "crash")
+	setup := mustDial(t, srv.URL)
 	for i := range crashGadgets {
 		acc.createGadget(t, setup, counterName(i), code)
 	}
@@ -42,28 +42,28 @@ func TestCrashSafety(t *testing.T) {
 	// Kill after this many acknowledged calls (the first kill lands while the instances load).
 	for round, after := range []int64{1, 40, 250, 900} {
 		what := fmt.Sprintf("SIGKILL %d (after %d acks)", round+1, after)
-		b := startBurst(t, srv.url, acc, base, bp, fmt.Sprintf("extra-%d-", round))
+		b := startBurst(t, srv.URL, acc, base, bp, fmt.Sprintf("extra-%d-", round))
 		b.waitAcked(after)
 		b.killed.Store(true)
-		srv.kill(t)
+		srv.Kill(t)
 		b.wait()
 		srv = startServe(t, bin, data)
-		base = b.check(t, what, readCounts(t, srv.url, acc))
-		b.checkCreated(t, what, srv.url, acc)
+		base = b.check(t, what, readCounts(t, srv.URL, acc))
+		b.checkCreated(t, what, srv.URL, acc)
 	}
 
 	// SIGTERM during a burst: a clean exit, and the same guarantees.
-	b := startBurst(t, srv.url, acc, base, bp, "extra-term-")
+	b := startBurst(t, srv.URL, acc, base, bp, "extra-term-")
 	b.waitAcked(300)
 	b.killed.Store(true)
-	srv.terminate(t)
+	srv.Terminate(t)
 	b.wait()
 	srv = startServe(t, bin, data)
-	base = b.check(t, "SIGTERM during a burst", readCounts(t, srv.url, acc))
-	b.checkCreated(t, "SIGTERM during a burst", srv.url, acc)
+	base = b.check(t, "SIGTERM during a burst", readCounts(t, srv.URL, acc))
+	b.checkCreated(t, "SIGTERM during a burst", srv.URL, acc)
 
 	// SIGTERM when idle: every call was acknowledged, so the counts are exact.
-	s := mustDial(t, srv.url)
+	s := mustDial(t, srv.URL)
 	const n = 25
 	for i := range crashGadgets {
 		conn := mustStub(t, "connect", acc.connect(s, counterName(i)))
@@ -71,15 +71,15 @@ func TestCrashSafety(t *testing.T) {
 			must(t, "increment", conn.Call(bg, "increment", 1))
 		}
 	}
-	srv.terminate(t)
+	srv.Terminate(t)
 	srv = startServe(t, bin, data)
-	got := readCounts(t, srv.url, acc)
+	got := readCounts(t, srv.URL, acc)
 	for i := range crashGadgets {
 		if got[i] != base[i]+n {
 			t.Errorf("SIGTERM when idle: %s = %d after restart, want exactly %d", counterName(i), got[i], base[i]+n)
 		}
 	}
-	srv.terminate(t)
+	srv.Terminate(t)
 }
 
 // readCounts returns every counter's value, read with get() on a fresh session.

@@ -1,24 +1,17 @@
 package kernel_test
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"math/big"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"atelier/capnweb"
-	capnwebtests "atelier/tests/capnweb"
+	"atelier/tests/serveproc"
 )
 
 const (
@@ -26,10 +19,6 @@ const (
 	counterJS = "gadgets/counter-js"
 	// password is every test user's password.
 	password = "correct horse battery staple"
-	// startTimeout bounds how long `atelier serve` may take to print its listening line.
-	startTimeout = 60 * time.Second
-	// stopTimeout bounds a graceful shutdown after SIGTERM.
-	stopTimeout = 30 * time.Second
 	// callTimeout bounds one RPC; a server that stops answering fails the test instead of
 	// hanging it.
 	callTimeout = 30 * time.Second
@@ -37,12 +26,8 @@ const (
 
 var counterGrants = []string{"atelier:host/kv", "atelier:host/log"}
 
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-	tmpDir  string // this run's binary and compiled-component cache
-)
+// tmpDir holds this run's binary and compiled-component cache.
+var tmpDir string
 
 func TestMain(m *testing.M) {
 	os.Unsetenv("RUST_BACKTRACE") // else every Wasmtime error captures a slow Rust backtrace
@@ -58,131 +43,11 @@ func TestMain(m *testing.M) {
 }
 
 // atelierBinary builds ./cmd/atelier once per test process and returns its path.
-func atelierBinary(tb testing.TB) string {
-	tb.Helper()
-	if testing.Short() {
-		tb.Skip("skipped under -short: builds bin/atelier and the counter gadget")
-	}
-	binOnce.Do(func() {
-		root, err := capnwebtests.ModuleRoot()
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(tmpDir, "atelier")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/atelier")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("go build ./cmd/atelier: %w\n%s", err, out)
-		}
-	})
-	if binErr != nil {
-		tb.Fatal(binErr)
-	}
-	return binPath
-}
+func atelierBinary(tb testing.TB) string { return serveproc.Binary(tb, tmpDir) }
 
-// listenLine finds the API URL in what `atelier serve` prints once it listens: either
-// "Cap'n Web: ws://HOST:PORT/api," or "api=ws://HOST:PORT/api".
-var listenLine = regexp.MustCompile(`(ws://[^\s,)]+/api)\b`)
-
-// serveProcess is a running `atelier serve` subprocess.
-type serveProcess struct {
-	url  string // the WebSocket URL of the API
-	data string
-	cmd  *exec.Cmd
-
-	mu     sync.Mutex
-	output strings.Builder
-	exited chan struct{}
-}
-
-// startServe runs `atelier serve` on a free loopback port with its state in data and waits for
-// its listening line; the process inherits the environment, from which TestMain removed
-// RUST_BACKTRACE (even an empty value makes Wasmtime capture slow backtraces). The process is killed when the test ends if it still runs; its output is
-// logged if the test failed.
-func startServe(tb testing.TB, bin, data string) *serveProcess {
-	tb.Helper()
-	s := &serveProcess{data: data, exited: make(chan struct{})}
-	s.cmd = exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--data", data,
-		"--cache", filepath.Join(tmpDir, "cache"))
-	out, err := s.cmd.StdoutPipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	s.cmd.Stderr = s.cmd.Stdout // one pipe: the listening line may go to either stream
-	if err := s.cmd.Start(); err != nil {
-		tb.Fatalf("start %s serve: %v", bin, err)
-	}
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			line := sc.Text()
-			s.mu.Lock()
-			s.output.WriteString(line + "\n")
-			s.mu.Unlock()
-			if m := listenLine.FindStringSubmatch(line); m != nil {
-				select {
-				case found <- m[1]:
-				default:
-				}
-			}
-		}
-		_ = s.cmd.Wait()
-		close(s.exited)
-	}()
-	tb.Cleanup(func() {
-		s.kill(tb)
-		if tb.Failed() {
-			tb.Logf("output of atelier serve --data %s:\n%s", data, s.Output())
-		}
-	})
-	select {
-	case s.url = <-found:
-		return s
-	case <-s.exited:
-		tb.Fatalf("atelier serve exited before listening (%v); output:\n%s", s.cmd.ProcessState, s.Output())
-	case <-time.After(startTimeout):
-		tb.Fatalf("atelier serve printed no ws://.../api line within %v; output:\n%s", startTimeout, s.Output())
-	}
-	return nil
-}
-
-// Output returns what the server has printed so far.
-func (s *serveProcess) Output() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.output.String()
-}
-
-// kill sends SIGKILL (unless the process has exited) and waits for the process to be gone.
-func (s *serveProcess) kill(tb testing.TB) {
-	select {
-	case <-s.exited:
-		return
-	default:
-	}
-	if err := s.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		tb.Errorf("SIGKILL atelier serve: %v", err)
-	}
-	<-s.exited
-}
-
-// terminate sends SIGTERM and checks that the server exits with status 0 in time.
-func (s *serveProcess) terminate(tb testing.TB) {
-	tb.Helper()
-	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		tb.Fatalf("SIGTERM atelier serve: %v", err)
-	}
-	select {
-	case <-s.exited:
-	case <-time.After(stopTimeout):
-		tb.Fatalf("atelier serve did not stop within %v of SIGTERM; output:\n%s", stopTimeout, s.Output())
-	}
-	if !s.cmd.ProcessState.Success() {
-		tb.Fatalf("atelier serve exited with %v after SIGTERM, want status 0; output:\n%s", s.cmd.ProcessState, s.Output())
-	}
+// startServe runs `atelier serve` with its state in data (see package serveproc).
+func startServe(tb testing.TB, bin, data string) *serveproc.Process {
+	return serveproc.Start(tb, bin, data, filepath.Join(tmpDir, "cache"))
 }
 
 // session is one client's WebSocket session with its main object (the public API).

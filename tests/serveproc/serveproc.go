@@ -1,0 +1,165 @@
+// Package serveproc builds the atelier binary and runs `atelier serve` as a separate process for
+// tests that need the real thing: a process that can be killed mid-write and restarted on the
+// same data file.
+package serveproc
+
+import (
+	"bufio"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	capnwebtests "atelier/tests/capnweb"
+)
+
+const (
+	// StartTimeout bounds how long `atelier serve` may take to print its listening line.
+	StartTimeout = 60 * time.Second
+	// StopTimeout bounds a graceful shutdown after SIGTERM.
+	StopTimeout = 30 * time.Second
+)
+
+var (
+	binMu    sync.Mutex
+	binPaths = map[string]string{}
+)
+
+// Binary builds ./cmd/atelier into dir once per test process and returns its path. Under
+// -short it skips the test.
+func Binary(tb testing.TB, dir string) string {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip("skipped under -short: builds and runs the atelier binary")
+	}
+	binMu.Lock()
+	defer binMu.Unlock()
+	if p, ok := binPaths[dir]; ok {
+		return p
+	}
+	root, err := capnwebtests.ModuleRoot()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	path := filepath.Join(dir, "atelier")
+	cmd := exec.Command("go", "build", "-o", path, "./cmd/atelier")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("go build ./cmd/atelier: %v\n%s", err, out)
+	}
+	binPaths[dir] = path
+	return path
+}
+
+// listenLine finds the API URL in what `atelier serve` prints once it listens
+// (`serving http://HOST:PORT (Cap'n Web: ws://HOST:PORT/api, batch: ...)`).
+var listenLine = regexp.MustCompile(`(ws://[^\s,()]+/api)\b`)
+
+// Process is a running `atelier serve`.
+type Process struct {
+	// URL is the WebSocket URL of the API, read from the server's listening line.
+	URL string
+	// Data is the server's data file.
+	Data string
+
+	cmd    *exec.Cmd
+	mu     sync.Mutex
+	output strings.Builder
+	exited chan struct{}
+}
+
+// Start runs `bin serve` on a free loopback port with its state in data and its compiled
+// components cached in cacheDir, and waits for its listening line. The process inherits the
+// environment (tests unset RUST_BACKTRACE first: Wasmtime errors are slow with it). It is
+// killed when tb ends if it still runs, and its output is logged if tb failed.
+func Start(tb testing.TB, bin, data, cacheDir string) *Process {
+	tb.Helper()
+	p := &Process{Data: data, exited: make(chan struct{})}
+	p.cmd = exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--data", data, "--cache", cacheDir)
+	out, err := p.cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p.cmd.Stderr = p.cmd.Stdout // one pipe: the listening line may go to either stream
+	if err := p.cmd.Start(); err != nil {
+		tb.Fatalf("start %s serve: %v", bin, err)
+	}
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			line := sc.Text()
+			p.mu.Lock()
+			p.output.WriteString(line + "\n")
+			p.mu.Unlock()
+			if m := listenLine.FindStringSubmatch(line); m != nil {
+				select {
+				case found <- m[1]:
+				default:
+				}
+			}
+		}
+		_ = p.cmd.Wait()
+		close(p.exited)
+	}()
+	tb.Cleanup(func() {
+		p.Kill(tb)
+		if tb.Failed() {
+			tb.Logf("output of atelier serve --data %s:\n%s", data, p.Output())
+		}
+	})
+	select {
+	case p.URL = <-found:
+		return p
+	case <-p.exited:
+		tb.Fatalf("atelier serve exited before listening (%v); output:\n%s", p.cmd.ProcessState, p.Output())
+	case <-time.After(StartTimeout):
+		tb.Fatalf("atelier serve printed no ws://.../api line within %v; output:\n%s", StartTimeout, p.Output())
+	}
+	return nil
+}
+
+// Pid returns the server's process id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Output returns what the server has printed so far.
+func (p *Process) Output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.output.String()
+}
+
+// Kill sends SIGKILL (unless the process has exited) and waits for the process to be gone.
+func (p *Process) Kill(tb testing.TB) {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		tb.Errorf("SIGKILL atelier serve: %v", err)
+	}
+	<-p.exited
+}
+
+// Terminate sends SIGTERM and checks that the server exits with status 0 within StopTimeout.
+func (p *Process) Terminate(tb testing.TB) {
+	tb.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		tb.Fatalf("SIGTERM atelier serve: %v", err)
+	}
+	select {
+	case <-p.exited:
+	case <-time.After(StopTimeout):
+		tb.Fatalf("atelier serve did not stop within %v of SIGTERM; output:\n%s", StopTimeout, p.Output())
+	}
+	if !p.cmd.ProcessState.Success() {
+		tb.Fatalf("atelier serve exited with %v after SIGTERM, want status 0; output:\n%s", p.cmd.ProcessState, p.Output())
+	}
+}
