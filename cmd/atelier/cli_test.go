@@ -342,8 +342,23 @@ func TestClientCommands(t *testing.T) {
 		t.Fatalf("gadget logs exited %d after Ctrl-C: %s", code, logErr.String())
 	}
 
-	if out := ok(t, "logout"); !strings.Contains(out, "Logged out") {
-		t.Fatalf("logout said %q", out)
+	// $ATELIER_TOKEN stands in for a saved login (how agents and the admin token are used).
+	url, err := serverURL(os.Getenv("ATELIER_SERVER"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	fails(t, 1, []string{"gadget", "list"}, "not logged in", "atelier login")
+	creds, err := loadCredentials()
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := creds.Servers[url].Token
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir()) // no saved credentials from here on
+	t.Setenv("ATELIER_TOKEN", token)
+	if out := ok(t, "workspace", "list"); !strings.Contains(out, "home") {
+		t.Fatalf("workspace list with ATELIER_TOKEN = %q", out)
+	}
+	t.Setenv("ATELIER_TOKEN", "atl_forged")
+	fails(t, 1, []string{"workspace", "list"}, "malformed token", "The token in ATELIER_TOKEN was refused")
+	t.Setenv("ATELIER_TOKEN", "")
+	fails(t, 1, []string{"gadget", "list"}, "not logged in", "atelier login", "ATELIER_TOKEN")
 }

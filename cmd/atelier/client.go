@@ -96,8 +96,9 @@ type client struct {
 	api    *capnweb.Promise // the authenticated API
 }
 
-// connect dials the server named by the --server flag value and authenticates with the token
-// that `atelier login` saved for it.
+// connect dials the server named by the --server flag value and authenticates with
+// $ATELIER_TOKEN when it is set (an agent's token, or the admin token `serve` printed), else with
+// the token that `atelier login` saved for that server.
 func connect(ctx context.Context, server string) (*client, error) {
 	url, err := serverURL(server)
 	if err != nil {
@@ -107,9 +108,12 @@ func connect(ctx context.Context, server string) (*client, error) {
 	if err != nil {
 		return nil, err
 	}
-	token := creds.Servers[url].Token
+	token := os.Getenv("ATELIER_TOKEN")
 	if token == "" {
-		return nil, fmt.Errorf("not logged in to %s: run `atelier login%s` first", url, serverHint(url))
+		token = creds.Servers[url].Token
+	}
+	if token == "" {
+		return nil, fmt.Errorf("not logged in to %s: run `atelier login%s` first, or set ATELIER_TOKEN", url, serverHint(url))
 	}
 	sess, err := dial(ctx, url)
 	if err != nil {
@@ -169,6 +173,9 @@ func (c *client) explain(err error) error {
 	case errors.As(err, &e):
 		switch code := errorCode(err); code {
 		case "UNAUTHORIZED":
+			if os.Getenv("ATELIER_TOKEN") != "" {
+				return fmt.Errorf("%s\nThe token in ATELIER_TOKEN was refused by %s: check it, or unset it to use your saved login", e.Message, c.server)
+			}
 			return fmt.Errorf("%s\nYour login to %s is not valid any more: run `atelier login%s`", e.Message, c.server, serverHint(c.server))
 		case "":
 			return errors.New(e.Error())

@@ -35,7 +35,8 @@ is an async function (env, ctx). It runs in a fresh sandbox on the server, where
 stub of each gadget you may call in the workspace (NAME is the gadget name in camelCase:
 todo-list is env.todoList) whose methods are the gadget's exports. A file ending in .ts is
 TypeScript. The console output goes to standard error, the value the function returns to
-standard output as JSON. A snippet that throws exits 1 after printing the error.
+standard output as JSON. A snippet that throws exits 1 after printing the error. An agent
+runs it with its own token in $ATELIER_TOKEN, and sees only the gadgets of its scope.
 
 Example (hello.ts):
   export default async function (env: any) {

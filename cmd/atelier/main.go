@@ -190,6 +190,9 @@ Getting started:
   atelier gadget deploy todo todo.wasm --grant atelier:host/kv,atelier:host/log,atelier:host/events
   atelier gadget call todo add '"buy milk"'
 
+Client commands authenticate with the login 'atelier login' saved, or with $ATELIER_TOKEN when
+it is set (an agent's token, or the admin token 'atelier serve' printed on its first run).
+
 Run 'atelier help <command>' or 'atelier <command> --help' for a command's flags.
 `)
 }
