@@ -10,7 +10,9 @@
 //	http.HandleFunc("/ws", srv.ServeWebSocket)   // capnwebgin adapts both for gin
 //	http.HandleFunc("/batch", srv.ServeBatch)
 //
-// CheckOrigin is same-origin by default; authenticate in-band (a method returning an
+// Server.Shutdown drains the WebSocket sessions (calls in progress finish and reply, new ones
+// are refused, then each session closes); call it next to http.Server.Shutdown, which does not
+// wait for them. CheckOrigin is same-origin by default; authenticate in-band (a method returning an
 // authenticated object), never with cookies, when allowing other origins.
 //
 // # Targets

@@ -24,6 +24,8 @@ type Server struct {
 	BatchTimeout time.Duration
 	// OnSession, if set, is called with every WebSocket session when it starts.
 	OnSession func(*Session)
+
+	sessions sessions // live WebSocket sessions, for Shutdown
 }
 
 // AllowAnyOrigin is a CheckOrigin that accepts every origin. Use it only when authentication
@@ -51,6 +53,9 @@ func sameOrigin(r *http.Request) bool {
 // sessionOptions checks the origin, creates the main object and returns the session options; it
 // answers the request itself when it returns false.
 func (srv *Server) sessionOptions(w http.ResponseWriter, r *http.Request, transport string) (Options, bool) {
+	if srv.refuseDraining(w) {
+		return Options{}, false
+	}
 	check := srv.CheckOrigin
 	if check == nil {
 		check = sameOrigin

@@ -77,6 +77,7 @@ type Session struct {
 	drained     chan struct{}
 	inputEnded  error
 	pullEagerly bool       // pull every push at once (HTTP batch client)
+	draining    bool       // Drain began: the peer's new calls are refused
 	parser      jsonParser // used by the goroutine that handles incoming messages
 	closed      bool
 	err         error
@@ -202,9 +203,18 @@ func (s *Session) Err() error {
 // Close ends the session without sending an abort and waits for its reader and writer to stop.
 // Pending calls fail; every export is disposed.
 func (s *Session) Close() error {
-	s.shutdown(&Error{Name: "Error", Message: "RPC session was shut down by disposing the main stub"}, false)
-	s.wg.Wait()
+	s.closeWith(errClosedLocally)
 	return nil
+}
+
+// errClosedLocally is why a session ended by Close ended.
+var errClosedLocally = &Error{Name: "Error", Message: "RPC session was shut down by disposing the main stub"}
+
+// closeWith ends the session with reason (no abort is sent) and waits for its reader and
+// writer to stop.
+func (s *Session) closeWith(reason error) {
+	s.shutdown(reason, false)
+	s.wg.Wait()
 }
 
 // Stats returns the current table sizes.
@@ -528,6 +538,14 @@ func truncate(data []byte) string {
 func (s *Session) decoder() *decoder { return &decoder{lim: s.lim, caps: s} }
 
 func (s *Session) handlePush(expr any) error {
+	s.mu.Lock()
+	draining := s.draining
+	s.mu.Unlock()
+	if draining {
+		// Nothing of expr is evaluated: no call starts. The capabilities it may introduce are
+		// not counted; the session ends soon anyway.
+		return s.addPushResult(errorHook{errDraining})
+	}
 	v, err := s.decoder().value(expr)
 	if err != nil {
 		return err
@@ -542,6 +560,11 @@ func (s *Session) handlePush(expr any) error {
 		ph.resolveWith(v, nil)
 		h = ph
 	}
+	return s.addPushResult(h)
+}
+
+// addPushResult adds the result of the peer's push to the export table under the next slot.
+func (s *Session) addPushResult(h hook) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,10 +49,13 @@ type wsTransport struct {
 	writeDeadline time.Time
 	closeSent     bool
 
-	cmu        sync.Mutex // guards ping and pong
+	cmu        sync.Mutex // guards the fields below
 	ping       bool       // a ping is due
+	pingData   []byte     // its payload
 	pong       []byte     // payload of the pong due, if not nil
 	ctrlQueued atomic.Bool
+	barriers   int               // round trips started (roundTrip)
+	awaited    map[string]func() // ping payloads whose pong a roundTrip waits for
 }
 
 // newWSTransport wraps an open connection. keepAlive 0 means the default, negative disables it.
@@ -69,13 +73,48 @@ func newWSTransport(c *websocket.Conn, client bool, keepAlive time.Duration, max
 		t.writeClose(code, "") // echo the code, as gorilla's default handler does
 		return nil
 	})
+	c.SetPongHandler(func(data string) error {
+		t.extendDeadline(time.Now())
+		t.cmu.Lock()
+		done := t.awaited[data]
+		delete(t.awaited, data)
+		t.cmu.Unlock()
+		if done != nil {
+			done()
+		}
+		return nil
+	})
 	if keepAlive > 0 {
 		t.extendDeadline(time.Now())
-		c.SetPongHandler(func(string) error { t.extendDeadline(time.Now()); return nil })
 		t.wg.Add(1)
 		go t.pingLoop()
 	}
 	return t
+}
+
+// roundTrip implements roundTripper: it sends a ping with a fresh payload and waits for its
+// pong. The read loop handles the pong after every message the peer sent before it.
+func (t *wsTransport) roundTrip(ctx context.Context) error {
+	got := make(chan struct{})
+	t.cmu.Lock()
+	t.barriers++
+	key := "drain " + strconv.Itoa(t.barriers)
+	if t.awaited == nil {
+		t.awaited = map[string]func(){}
+	}
+	t.awaited[key] = func() { close(got) }
+	t.ping, t.pingData = true, []byte(key)
+	t.ctrlQueued.Store(true)
+	t.cmu.Unlock()
+	t.flushControl()
+	select {
+	case <-got:
+		return nil
+	case <-t.done:
+		return errors.New("the WebSocket closed")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // extendDeadline gives the peer two ping intervals to show it is alive.
@@ -213,12 +252,12 @@ func (t *wsTransport) flushControl() {
 		t.cmu.Lock()
 		var frames []byte
 		if t.ping {
-			frames = appendFrame(frames, websocket.PingMessage, nil, t.client)
+			frames = appendFrame(frames, websocket.PingMessage, t.pingData, t.client)
 		}
 		if t.pong != nil {
 			frames = appendFrame(frames, websocket.PongMessage, t.pong, t.client)
 		}
-		t.ping, t.pong = false, nil
+		t.ping, t.pingData, t.pong = false, nil, nil
 		t.ctrlQueued.Store(false)
 		t.cmu.Unlock()
 		_ = t.writeLocked(frames, writeTimeout)
@@ -327,6 +366,11 @@ func (srv *Server) ServeWebSocket(w http.ResponseWriter, r *http.Request) {
 		return // Upgrade has answered the request
 	}
 	s := NewSession(newWSTransport(c, false, opts.KeepAlive, opts.Limits.withDefaults().MaxMessageSize), opts)
+	if !srv.sessions.add(s) { // Shutdown began during the upgrade
+		s.closeWith(ErrShuttingDown)
+		return
+	}
+	defer srv.sessions.remove(s)
 	if srv.OnSession != nil {
 		srv.OnSession(s)
 	}

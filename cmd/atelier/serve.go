@@ -96,7 +96,8 @@ func serve(ctx context.Context, o serveOptions) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (pass another --addr)", o.addr, err)
 	}
-	srv := &http.Server{Handler: gateway.New(gateway.Config{Kernel: k, Logger: logger}), ReadHeaderTimeout: 10 * time.Second}
+	gw := gateway.New(gateway.Config{Kernel: k, Logger: logger})
+	srv := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(std.out, "%s\nserving http://%s (Cap'n Web: ws://%s/api, batch: http://%s/api/batch)\ndata: %s\n",
 		versionString(), ln.Addr(), ln.Addr(), ln.Addr(), o.data)
 	if adminToken != "" {
@@ -112,7 +113,16 @@ func serve(ctx context.Context, o serveOptions) error {
 	logger.Info("shutting down")
 	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	// The listener closes and HTTP requests finish (srv.Shutdown) while the WebSocket
+	// sessions, which srv.Shutdown does not wait for, drain: their calls in progress finish
+	// and reply, new calls are refused. The kernel closes after both (deferred).
+	drained := make(chan error, 1)
+	go func() { drained <- gw.Shutdown(shutdown) }()
+	err = srv.Shutdown(shutdown)
+	if derr := <-drained; derr != nil {
+		logger.Warn("WebSocket sessions cut off before their calls finished", "err", derr)
+	}
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil

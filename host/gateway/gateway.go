@@ -4,6 +4,7 @@
 package gateway
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 
@@ -25,8 +26,20 @@ type Config struct {
 	CheckOrigin func(*http.Request) bool
 }
 
+// Gateway is the gateway's HTTP handler.
+type Gateway struct {
+	http.Handler
+	rpc *capnweb.Server
+}
+
+// Shutdown drains the Cap'n Web sessions (capnweb.Server.Shutdown): new sessions are refused,
+// calls in progress finish and their replies are sent, then each session closes with the
+// reason "the server is shutting down". Use it alongside http.Server.Shutdown, which does not
+// wait for WebSocket sessions; it returns ctx's error when ctx ends first.
+func (g *Gateway) Shutdown(ctx context.Context) error { return g.rpc.Shutdown(ctx) }
+
 // New returns the gateway's HTTP handler.
-func New(cfg Config) http.Handler {
+func New(cfg Config) *Gateway {
 	rpc := &capnweb.Server{
 		NewMain:     func(*http.Request) (any, error) { return kernel.NewPublic(cfg.Kernel), nil },
 		Options:     capnweb.Options{Logger: cfg.Logger},
@@ -38,7 +51,7 @@ func New(cfg Config) http.Handler {
 	r.POST("/api/batch", gin.WrapF(rpc.ServeBatch))
 	r.Any("/mcp", gin.WrapH(mcp.New(mcp.Config{Kernel: cfg.Kernel, Logger: cfg.Logger})))
 	r.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok\n") })
-	return r
+	return &Gateway{Handler: r, rpc: rpc}
 }
 
 func init() { gin.SetMode(gin.ReleaseMode) }

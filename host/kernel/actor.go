@@ -140,7 +140,7 @@ func (a *actor) load(ctx context.Context, g store.Gadget) {
 		a.exec = k.cfg.Runtime.NewSlot(prog.comp, runtime.InstanceConfig{
 			Name: string(g.ID), Grants: grantSet(g.Grants), Limits: k.cfg.Limits, Console: a.console, Bind: bind,
 		})
-		a.exports = exportNames(prog.comp.Audit().Exports)
+		a.exports = k.surfaces.component(a.sha, prog.comp).exports
 		return
 	}
 	if a.loadErr = a.loadJS(ctx, g, bind); a.loadErr != nil {
@@ -226,8 +226,7 @@ func (a *actor) run(ctx context.Context, fn string, args []any) (*reply, error) 
 	res, err := a.exec.Call(ctx, fn, args...)
 	a.lastUsed.Store(now)
 	r := &reply{a: a, res: res, err: err, gate: a.gate}
-	var trap *runtime.TrapError
-	if errors.As(err, &trap) {
+	if err != nil && isTrap(err) {
 		a.kv.discard()
 		a.pending = nil
 		return r, nil
@@ -243,6 +242,12 @@ func (a *actor) run(ctx context.Context, fn string, args []any) (*reply, error) 
 		a.evTurn = r.evDone
 	}
 	return r, nil
+}
+
+// isTrap reports whether err retired the instance (a trap, a deadline or memory overrun).
+func isTrap(err error) bool {
+	var trap *runtime.TrapError
+	return errors.As(err, &trap)
 }
 
 // wait holds the reply until its gate's commit is durable, then publishes the call's events

@@ -31,6 +31,7 @@ func BenchmarkDirectIncrement(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer inst.Close()
+	defer kernel.CPUPerOp(b)()
 	for b.Loop() {
 		if _, err := inst.Call(ctx, "increment", uint32(1)); err != nil {
 			b.Fatal(err)
@@ -71,6 +72,7 @@ func BenchmarkFullPathIncrement(b *testing.B) {
 		pool <- app
 	}
 	b.SetParallelism(max(1, clients/runtimeGOMAXPROCS()))
+	defer kernel.CPUPerOp(b)()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		app := <-pool

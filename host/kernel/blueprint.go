@@ -188,14 +188,15 @@ func (w *Workspace) ImportBlueprint(ctx context.Context, archive []byte) (string
 				return err
 			}
 		}
-		if err := w.k.checkCode(ctx, code, m.Grants); err != nil {
+		sha, err := w.k.checkCode(ctx, code, m.Grants)
+		if err != nil {
 			return err
 		}
 		if m.Bindings == nil {
 			m.Bindings = []string{}
 		}
 		bp := store.Blueprint{ID: store.NewID("bp"), Owner: w.p.userID, Title: m.Title, Description: m.Description,
-			Grants: m.Grants, Bindings: m.Bindings, SHA256: codeHash(code), Size: len(code), Created: time.Now().UTC()}
+			Grants: m.Grants, Bindings: m.Bindings, SHA256: sha, Size: len(code), Created: time.Now().UTC()}
 		if err := w.k.st.PutBlueprint(ctx, bp, code); err != nil {
 			return err
 		}

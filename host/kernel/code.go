@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	"atelier/host/runtime"
+	"atelier/host/runtime/wit"
+	"atelier/host/store"
 )
 
 // program is a code version in runnable form: a compiled component, or the files of a JS
@@ -92,4 +94,75 @@ func (c *codeCache) count() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.m)
+}
+
+// surface is a code version's RPC surface: what Code Mode lists and binds without running it.
+type surface struct {
+	exports map[string]exportFunc // RPC name -> the export (exportNames)
+	items   []wit.Item            // a component's exports; nil for a JS gadget
+}
+
+// maxSurfaces bounds the remembered surfaces; the set starts over when full.
+const maxSurfaces = 1024
+
+// surfaces remembers the surface of each code version (by hash) once learned: a component's
+// from its compiled form, a JS gadget's from a loaded instance.
+type surfaces struct {
+	mu sync.Mutex
+	m  map[string]*surface
+}
+
+func (s *surfaces) get(sha string) *surface {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[sha]
+}
+
+func (s *surfaces) put(sha string, sf *surface) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil || len(s.m) >= maxSurfaces {
+		s.m = map[string]*surface{}
+	}
+	s.m[sha] = sf
+}
+
+// component returns the surface of comp, the compiled code with hash sha.
+func (s *surfaces) component(sha string, comp *runtime.Component) *surface {
+	if sf := s.get(sha); sf != nil {
+		return sf
+	}
+	items := comp.Audit().Exports
+	sf := &surface{exports: exportNames(items), items: items}
+	s.put(sha, sf)
+	return sf
+}
+
+// surfaceOf returns the surface of gadget g's current version. A component is only compiled
+// (or found among the programs in use), never instantiated; a JS gadget's methods are known
+// once it has loaded, so the first time its actor is loaded.
+func (ov *overseer) surfaceOf(ctx context.Context, g store.Gadget) (*surface, error) {
+	v, ok := g.CurrentVersion()
+	if !ok {
+		return nil, fail(CodeInternal, "gadget %s has no current version %d", g.Name, g.Current)
+	}
+	k := ov.k
+	if sf := k.surfaces.get(v.SHA256); sf != nil {
+		return sf, nil
+	}
+	prog, err := k.code.acquire(ctx, v.SHA256)
+	if err != nil {
+		return nil, wrapErr(err, "load gadget %s", g.Name)
+	}
+	defer k.code.release(v.SHA256)
+	if prog.comp != nil {
+		return k.surfaces.component(v.SHA256, prog.comp), nil
+	}
+	a, err := ov.actor(ctx, g.ID)
+	if err != nil {
+		return nil, err
+	}
+	sf := &surface{exports: a.exports}
+	k.surfaces.put(a.sha, sf)
+	return sf, nil
 }

@@ -72,18 +72,17 @@ type BindingInfo struct {
 // codeBinding is one gadget handed to a snippet: a jsruntime.Binding whose calls run on the
 // gadget's actor after checking the caller's access again.
 type codeBinding struct {
-	w       *Workspace
-	name    string
-	gadget  store.Gadget
-	prog    *program
-	exports map[string]exportFunc
-	log     *callLog
+	w      *Workspace
+	name   string
+	gadget store.Gadget
+	sf     *surface
+	log    *callLog
 }
 
 var _ jsruntime.Binding = (*codeBinding)(nil)
 
 // Methods implements jsruntime.Binding.
-func (b *codeBinding) Methods() []string { return slices.Sorted(maps.Keys(b.exports)) }
+func (b *codeBinding) Methods() []string { return slices.Sorted(maps.Keys(b.sf.exports)) }
 
 // Call implements jsruntime.Binding: the call runs like a connect() call of the caller's (role
 // and agent scope checked now, output gate respected), bounded by the call timeout.
@@ -173,26 +172,23 @@ func bindingNames(gadgets []string) map[string]string {
 }
 
 // codeBindings returns the caller's bindings in the workspace, by binding name: every gadget
-// for a user (any role: bindings only call), the gadgets of its scope for an agent. A gadget
-// that does not load is left out (its load error is logged).
+// for a user (any role: bindings only call), the gadgets of its scope for an agent. Their
+// methods come from the code (surfaceOf): no instance starts until a snippet calls one. A
+// gadget whose code does not load is left out (its load error is logged).
 func (w *Workspace) codeBindings(ctx context.Context, log *callLog) (map[string]*codeBinding, error) {
 	out := map[string]*codeBinding{}
 	err := w.enter(ctx, store.RoleUse, "executeCode", func(ov *overseer) error {
-		ov.mu.RLock()
-		var gs []store.Gadget
-		for _, g := range ov.gadgets {
-			if w.p.gadgetAllowed(w.id, g.Name) {
-				gs = append(gs, g)
-			}
+		gs, err := ov.gadgetsOf(w.p)
+		if err != nil {
+			return err
 		}
-		ov.mu.RUnlock()
 		names := make([]string, len(gs))
 		for i, g := range gs {
 			names[i] = g.Name
 		}
 		bn := bindingNames(names)
 		for _, g := range gs {
-			a, err := ov.actor(ctx, g.ID)
+			sf, err := ov.surfaceOf(ctx, g)
 			if errors.Is(err, errStopped) {
 				return err
 			}
@@ -200,7 +196,7 @@ func (w *Workspace) codeBindings(ctx context.Context, log *callLog) (map[string]
 				w.k.log.Warn("executeCode: a gadget did not load; left out of env", "workspace", w.id, "gadget", g.Name, "err", err)
 				continue
 			}
-			out[bn[g.Name]] = &codeBinding{w: w, name: bn[g.Name], gadget: g, prog: a.prog, exports: a.exports, log: log}
+			out[bn[g.Name]] = &codeBinding{w: w, name: bn[g.Name], gadget: g, sf: sf, log: log}
 		}
 		return nil
 	})
@@ -233,10 +229,10 @@ func (w *Workspace) describeBinding(ctx context.Context, name string) (string, e
 		return "", fail(CodeNotFound, "no binding %q in your env here (see listBindings)", name)
 	}
 	header := fmt.Sprintf("// env.%s calls gadget %q of workspace %s.\n", name, b.gadget.Name, w.id)
-	if b.prog.comp == nil {
+	if b.sf.items == nil {
 		return header + tsdecl.DeclareUntyped(name, b.Methods()), nil
 	}
-	return header + tsdecl.Declare(name, b.prog.comp.Audit().Exports, tsdecl.JSON), nil
+	return header + tsdecl.Declare(name, b.sf.items, tsdecl.JSON), nil
 }
 
 // executeCode runs a snippet with the caller's bindings and audits it; via names the front end
@@ -281,7 +277,7 @@ func (w *Workspace) executeCode(ctx context.Context, code string, opts CodeOptio
 	}
 	sum := sha256.Sum256([]byte(code))
 	detail := fmt.Sprintf("via %s; snippet sha256:%s (%d bytes); %v; %s; %s", via, hex.EncodeToString(sum[:6]), len(code), took.Round(time.Millisecond), log, outcome)
-	if err := w.k.withOverseer(ctx, w.id, func(ov *overseer) error { return ov.audit(ctx, w.p, "code.execute", "executeCode", detail) }); err != nil {
+	if err := w.k.withCachedOverseer(ctx, w.id, &w.ov, func(ov *overseer) error { return ov.audit(ctx, w.p, "code.execute", "executeCode", detail) }); err != nil {
 		return CodeResult{}, wrapErr(err, "executeCode: audit")
 	}
 	return out, nil

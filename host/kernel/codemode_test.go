@@ -180,3 +180,24 @@ func TestDescribeBinding(t *testing.T) {
 		t.Errorf("describeBinding(todoList):\n%s", decl)
 	}
 }
+
+// TestExecuteCodeStartsNoInstance: binding a component gadget learns its methods from its
+// compiled code; only a call starts its instance.
+func TestExecuteCodeStartsNoInstance(t *testing.T) {
+	s := startServer(t, filepath.Join(t.TempDir(), "a.db"))
+	ws := s.user(t, "ada").Call(ctx, "createWorkspace", "home")
+	await(t, ws.Call(ctx, "createGadget", "counter", guesttest.Bytes(t, counterGo), counterGrants))
+	res := run(t, ws, "export default async (env) => Object.keys(env.counter).includes('increment')")
+	if res["value"] != true {
+		t.Fatalf("result = %v, want the counter's methods in env", res)
+	}
+	if n := s.k.Stats().Actors; n != 0 {
+		t.Fatalf("%d gadget instances after a snippet that called none; want 0", n)
+	}
+	if res := run(t, ws, "export default async (env) => env.counter.increment(5)"); res["value"] != float64(5) {
+		t.Fatalf("result = %v, want 5", res)
+	}
+	if n := s.k.Stats().Actors; n != 1 {
+		t.Fatalf("%d gadget instances after a call; want 1", n)
+	}
+}

@@ -32,11 +32,14 @@ func newGatedStore(s store.Store) *gatedStore {
 	return g
 }
 
-// hold makes later commits wait until release.
+// hold makes later commits wait until release; waitSubmitted counts from here.
 func (g *gatedStore) hold() {
 	g.mu.Lock()
 	g.open = make(chan struct{})
 	g.mu.Unlock()
+	for len(g.submitted) > 0 {
+		<-g.submitted
+	}
 }
 
 // release lets the waiting commits go on; fail (when not nil) fails the first of them.
@@ -281,5 +284,78 @@ func TestFailedCommitFailsHeldReads(t *testing.T) {
 	}
 	if got := await(t, p.Call(ctx, "get", "k")); string(got.([]byte)) != "v1" {
 		t.Fatalf("after a failed commit k = %q, want v1", got)
+	}
+}
+
+// TestKVReadCache: the actor serves the values it wrote or read from its cache (no store read
+// transaction), and a failed commit drops the cache with the actor.
+func TestKVReadCache(t *testing.T) {
+	s, g := gatedServer(t)
+	ws, _, _ := home(t, s.user(t, "ada"))
+	p := ws.Call(ctx, "createGadget", "probe", probe(t), probeGrants).Call(ctx, "connect")
+	await(t, p.Call(ctx, "set", "k", []byte("v1")))
+	for len(g.reads) > 0 {
+		<-g.reads
+	}
+	for range 3 {
+		if got := await(t, p.Call(ctx, "get", "k")); string(got.([]byte)) != "v1" {
+			t.Fatalf("get k = %q, want v1", got)
+		}
+	}
+	if await(t, p.Call(ctx, "get", "absent")) != nil || await(t, p.Call(ctx, "get", "absent")) != nil {
+		t.Fatal("an absent key has a value")
+	}
+	if n := len(g.reads); n != 1 {
+		t.Fatalf("%d store reads for cached keys and one absent key read twice; want 1", n)
+	}
+
+	// A failed commit resets the actor: its next read goes to the store and sees v1, not the
+	// failed write that the cache held.
+	g.hold()
+	set := pending(p.Call(ctx, "set", "k", []byte("v2")))
+	g.waitSubmitted(t, 1)
+	g.release(errors.New("injected disk failure"))
+	if r := <-set; r.err == nil {
+		t.Fatal("a set whose commit failed succeeded")
+	}
+	for len(g.reads) > 0 {
+		<-g.reads
+	}
+	if got := await(t, p.Call(ctx, "get", "k")); string(got.([]byte)) != "v1" {
+		t.Fatalf("after a failed commit k = %q, want v1", got)
+	}
+	if len(g.reads) == 0 {
+		t.Fatal("the read after a failed commit did not reach the store")
+	}
+}
+
+// TestShutdownDrainsHeldReply: a gadget call whose reply waits for its commit when the
+// gateway shuts down still gets its reply (the session closes after it), and the next call on
+// that session is refused.
+func TestShutdownDrainsHeldReply(t *testing.T) {
+	s, g := gatedServer(t)
+	_, _, app := home(t, s.user(t, "ada")) // count = 1
+	g.hold()
+	out := pending(app.Call(ctx, "increment", 1))
+	g.waitSubmitted(t, 1)
+	shutCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	shut := make(chan error, 1)
+	go func() { shut <- s.gw.Shutdown(shutCtx) }()
+	noneYet(t, out)
+	select {
+	case err := <-shut:
+		t.Fatalf("Shutdown returned while a reply was held: %v", err)
+	default:
+	}
+	g.release(nil)
+	if r := <-out; r.err != nil || r.v != float64(2) {
+		t.Fatalf("the call in flight = %v, %v; want its reply 2", r.v, r.err)
+	}
+	if err := <-shut; err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if _, err := app.Call(ctx, "get").Await(ctx); err == nil {
+		t.Fatal("a call after the shutdown succeeded")
 	}
 }

@@ -105,12 +105,14 @@ func (c Config) withDefaults() Config {
 
 // Kernel is the core of one server. It is safe for concurrent use.
 type Kernel struct {
-	cfg    Config
-	log    *slog.Logger
-	st     store.Store
-	hub    *hub
-	code   *codeCache
-	guards guards
+	cfg      Config
+	log      *slog.Logger
+	st       store.Store
+	hub      *hub
+	code     *codeCache
+	checked  checkedSet // code and grants that passed checkCode
+	surfaces surfaces   // the RPC surfaces of code versions
+	guards   guards
 
 	// js runs JS gadgets and executeCode snippets; compiled on first use (jsEngine).
 	jsOnce sync.Once
@@ -233,13 +235,33 @@ func (k *Kernel) forget(ov *overseer) {
 // withOverseer runs fn on the workspace's overseer, retrying on a fresh one when the one it
 // got stopped in between (idle stop or lease loss).
 func (k *Kernel) withOverseer(ctx context.Context, id store.WorkspaceID, fn func(*overseer) error) error {
+	return k.withCachedOverseer(ctx, id, nil, fn)
+}
+
+// withCachedOverseer is withOverseer for a caller that keeps the overseer it last used in
+// cache (nil: none), so that its calls find it without the kernel's registry. A stopped
+// overseer fails fn with errStopped, which drops it from cache.
+func (k *Kernel) withCachedOverseer(ctx context.Context, id store.WorkspaceID, cache *atomic.Pointer[overseer], fn func(*overseer) error) error {
 	for range 3 {
-		ov, err := k.overseer(ctx, id)
-		if err != nil {
+		var ov *overseer
+		if cache != nil {
+			ov = cache.Load()
+		}
+		if ov == nil {
+			var err error
+			if ov, err = k.overseer(ctx, id); err != nil {
+				return err
+			}
+			if cache != nil {
+				cache.Store(ov)
+			}
+		}
+		err := fn(ov)
+		if !errors.Is(err, errStopped) {
 			return err
 		}
-		if err = fn(ov); !errors.Is(err, errStopped) {
-			return err
+		if cache != nil {
+			cache.CompareAndSwap(ov, nil)
 		}
 	}
 	return fail(CodeInternal, "workspace %s keeps stopping; try again", id)

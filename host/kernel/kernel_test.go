@@ -50,6 +50,7 @@ type server struct {
 	db   *store.Bolt
 	rt   *runtime.Runtime
 	k    *kernel.Kernel
+	gw   *gateway.Gateway
 	http *httptest.Server
 	url  string
 }
@@ -71,7 +72,8 @@ func startServer(t *testing.T, dataFile string, opts ...option) *server {
 		o(&cfg)
 	}
 	k := kernel.New(cfg)
-	s := &server{db: db, rt: rt, k: k, http: httptest.NewServer(gateway.New(gateway.Config{Kernel: k}))}
+	gw := gateway.New(gateway.Config{Kernel: k})
+	s := &server{db: db, rt: rt, k: k, gw: gw, http: httptest.NewServer(gw)}
 	s.url = "ws" + strings.TrimPrefix(s.http.URL, "http") + "/api"
 	t.Cleanup(s.stop)
 	return s

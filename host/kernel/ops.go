@@ -2,8 +2,6 @@ package kernel
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
@@ -42,46 +40,6 @@ func (ov *overseer) notifyGadget(kind string, g store.Gadget) {
 	ov.k.hub.publish(gadgetsTopic(ov.id), map[string]any{"type": kind, "gadget": ov.infoOf(g)})
 }
 
-// checkCode checks stored-form code against grants: a component is compiled and its imports
-// must be covered by grants; a JS bundle must load (checkBundle).
-func (k *Kernel) checkCode(ctx context.Context, code []byte, grants []string) error {
-	if len(code) == 0 || len(code) > k.cfg.MaxCode {
-		return fail(CodeInvalidArgument, "component of %d bytes: want 1 to %d bytes", len(code), k.cfg.MaxCode)
-	}
-	if err := validGrants(grants); err != nil {
-		return err
-	}
-	if isBundle(code) {
-		return k.checkBundle(ctx, code, grants)
-	}
-	comp, err := k.cfg.Runtime.Compile(ctx, code)
-	if err != nil {
-		return fail(CodeInvalidArgument, "the upload is not a usable component: %v", err)
-	}
-	defer comp.Close()
-	if err := comp.Audit().Check(k.cfg.Runtime, grantSet(grants)); err != nil {
-		return fail(CodeInvalidArgument, "the component needs more than it was granted: %v", err)
-	}
-	return nil
-}
-
-func validGrants(grants []string) error {
-	if len(grants) > 32 {
-		return fail(CodeInvalidArgument, "%d grants: at most 32", len(grants))
-	}
-	for _, g := range grants {
-		if g == "" || len(g) > 128 || !strings.Contains(g, ":") {
-			return fail(CodeInvalidArgument, "grant %.130q: want an interface name such as atelier:host/kv", g)
-		}
-	}
-	return nil
-}
-
-func codeHash(code []byte) string {
-	sum := sha256.Sum256(code)
-	return hex.EncodeToString(sum[:])
-}
-
 // nameTaken reports whether another gadget than except is called name; on the loop only.
 func (ov *overseer) nameTaken(name string, except store.GadgetID) bool {
 	ov.mu.RLock()
@@ -97,16 +55,17 @@ func (ov *overseer) nameTaken(name string, except store.GadgetID) bool {
 // createGadget stores a new gadget whose first version is code.
 func (ov *overseer) createGadget(ctx context.Context, p *principal, name string, code []byte, grants []string, detail string) (store.Gadget, error) {
 	var g store.Gadget
-	err := ov.do(ctx, func() error {
+	sha, err := ov.k.checkCode(ctx, code, grants) // off the loop: it may compile
+	if err != nil {
+		return store.Gadget{}, wrapErr(err, "create gadget %s", name)
+	}
+	err = ov.do(ctx, func() error {
 		if ov.nameTaken(name, "") {
 			return fail(CodeConflict, "workspace %s already has a gadget %q; pick another name or deploy to it", ov.id, name)
 		}
-		if err := ov.k.checkCode(ctx, code, grants); err != nil {
-			return err
-		}
 		now := time.Now().UTC()
 		g = store.Gadget{ID: store.GadgetID(store.NewID("g")), Name: name, Grants: slices.Clone(grants), Current: 1, Created: now,
-			Versions: []store.Version{{Number: 1, SHA256: codeHash(code), Size: len(code), Created: now}}}
+			Versions: []store.Version{{Number: 1, SHA256: sha, Size: len(code), Created: now}}}
 		if err := ov.commit(ctx, store.PutCode(code), store.PutGadget(g), auditEntry(p, "gadget.create", name, detail)); err != nil {
 			return err
 		}
@@ -152,17 +111,33 @@ func (ov *overseer) updateGadget(ctx context.Context, p *principal, id store.Gad
 	return g, nil
 }
 
-// deploy makes code the gadget's new current version; grants nil keeps the grants.
+// deploy makes code the gadget's new current version; grants nil keeps the grants. The code is
+// checked before the overseer's loop runs the change (again on the loop, should the grants
+// have changed in between).
 func (ov *overseer) deploy(ctx context.Context, p *principal, id store.GadgetID, code []byte, grants []string) (store.Gadget, error) {
+	checked := grants
+	if checked == nil {
+		g, err := ov.gadget(id)
+		if err != nil {
+			return store.Gadget{}, err
+		}
+		checked = g.Grants
+	}
+	sha, err := ov.k.checkCode(ctx, code, checked)
+	if err != nil {
+		return store.Gadget{}, err
+	}
 	return ov.updateGadget(ctx, p, id, "gadget.deploy", true, func(g *store.Gadget) ([]store.Mutation, string, error) {
 		if grants != nil {
 			g.Grants = slices.Clone(grants)
 		}
-		if err := ov.k.checkCode(ctx, code, g.Grants); err != nil {
-			return nil, "", err
+		if !slices.Equal(g.Grants, checked) {
+			if _, err := ov.k.checkCode(ctx, code, g.Grants); err != nil {
+				return nil, "", err
+			}
 		}
 		next := g.Versions[len(g.Versions)-1].Number + 1
-		g.Versions = append(g.Versions, store.Version{Number: next, SHA256: codeHash(code), Size: len(code), Created: time.Now().UTC()})
+		g.Versions = append(g.Versions, store.Version{Number: next, SHA256: sha, Size: len(code), Created: time.Now().UTC()})
 		g.Current = next
 		return []store.Mutation{store.PutCode(code)}, fmt.Sprintf("version %d, grants %s", next, strings.Join(g.Grants, ",")), nil
 	})
@@ -179,7 +154,7 @@ func (ov *overseer) rollback(ctx context.Context, p *principal, id store.GadgetI
 		if err != nil {
 			return nil, "", err
 		}
-		if err := ov.k.checkCode(ctx, code, g.Grants); err != nil {
+		if _, err := ov.k.checkCode(ctx, code, g.Grants); err != nil {
 			return nil, "", err
 		}
 		g.Current = version

@@ -29,7 +29,8 @@ type overseer struct {
 	quit chan struct{} // closed to ask the loop to stop
 	done chan struct{} // closed when the loop has stopped
 
-	lastUsed atomic.Int64 // unix nanoseconds
+	lastUsed atomic.Int64   // unix nanoseconds
+	writers  sync.WaitGroup // audit lines being committed off the loop
 
 	mu      sync.RWMutex // guards everything below
 	meta    store.Workspace
@@ -117,10 +118,12 @@ func (ov *overseer) shutdown() {
 	ov.stopped = true
 	actors := ov.actors
 	ov.actors = map[store.GadgetID]*actor{}
+	ov.gadgets = map[store.GadgetID]store.Gadget{} // a stub may keep the stopped overseer: keep no records
 	ov.mu.Unlock()
 	for _, a := range actors {
 		a.retire()
 	}
+	ov.writers.Wait()
 	_ = ov.ws.Close()
 	_ = ov.lease.Release(context.Background())
 }
@@ -164,7 +167,7 @@ func (ov *overseer) do(ctx context.Context, fn func() error) error {
 	return <-op.done
 }
 
-// commit writes muts; on the loop only.
+// commit writes muts: on the loop, or in a writer registered by audit.
 func (ov *overseer) commit(ctx context.Context, muts ...store.Mutation) error {
 	if err := ov.ws.Commit(ctx, muts); err != nil {
 		if errors.Is(err, store.ErrFenced) {
@@ -180,9 +183,21 @@ func auditEntry(p *principal, action, target, detail string) store.Mutation {
 	return store.AppendAudit(store.AuditEntry{Time: time.Now().UTC(), Actor: p.name(), Action: action, Target: target, Detail: detail})
 }
 
-// audit appends one line to the audit log.
+// audit appends one line to the audit log. The line changes nothing the loop keeps, so it is
+// committed by the caller, not on the loop: concurrent lines share fsyncs with each other and
+// with gadget commits (group commit), and still are durable when audit returns. Shutdown
+// waits for such writers before it closes the workspace.
 func (ov *overseer) audit(ctx context.Context, p *principal, action, target, detail string) error {
-	return ov.do(ctx, func() error { return ov.commit(ctx, auditEntry(p, action, target, detail)) })
+	ov.touch()
+	ov.mu.RLock()
+	if ov.stopped {
+		ov.mu.RUnlock()
+		return errStopped
+	}
+	ov.writers.Add(1)
+	ov.mu.RUnlock()
+	defer ov.writers.Done()
+	return ov.commit(ctx, auditEntry(p, action, target, detail))
 }
 
 // snapshot returns the workspace record.
@@ -244,6 +259,22 @@ func (ov *overseer) gadget(id store.GadgetID) (store.Gadget, error) {
 		return store.Gadget{}, fail(CodeNotFound, "the gadget was deleted")
 	}
 	return g, nil
+}
+
+// gadgetsOf returns the gadget records p may see (an agent: those of its scope), unsorted.
+func (ov *overseer) gadgetsOf(p *principal) ([]store.Gadget, error) {
+	ov.mu.RLock()
+	defer ov.mu.RUnlock()
+	if ov.stopped {
+		return nil, errStopped
+	}
+	gs := make([]store.Gadget, 0, len(ov.gadgets))
+	for _, g := range ov.gadgets {
+		if p.gadgetAllowed(ov.id, g.Name) {
+			gs = append(gs, g)
+		}
+	}
+	return gs, nil
 }
 
 // setGadget updates the in-memory record after a commit; on the loop only.

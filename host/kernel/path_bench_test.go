@@ -58,6 +58,7 @@ func BenchmarkKernelIncrement(b *testing.B) {
 		}
 	}
 	b.SetParallelism(max(1, callers/goruntime.GOMAXPROCS(0)))
+	defer CPUPerOp(b)()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		c := <-pool

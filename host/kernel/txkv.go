@@ -17,6 +17,12 @@ import (
 // reads see before the store, until their commit lands. It also enforces the gadget's storage
 // quota on the bytes of keys plus values.
 //
+// The actor is the only writer of its gadget's state, so txKV also caches the values it read
+// from the store or submitted (bounded by kvCacheBytes): only a miss opens a store read
+// transaction. A submitted value enters the cache before it is durable, like the overlay; if
+// its commit fails, the actor and with it this txKV are dropped (actor.reset), so no call
+// reads it after the failure is known.
+//
 // Everything but the overlay is used only under the actor's turn.
 type txKV struct {
 	ws    store.WorkspaceStore
@@ -28,8 +34,45 @@ type txKV struct {
 	used    int64             // storage use including every accepted write
 	before  int64             // used when this call began
 
+	cache      map[string]cached // the latest submitted or stored value of keys read or written
+	cacheBytes int               // what cache holds, by cachedSize
+
 	mu      sync.Mutex // guards overlay
 	overlay map[string]overlaid
+}
+
+// kvCacheBytes bounds one gadget's read cache (keys, values and per-entry overhead).
+const kvCacheBytes = 2 << 20
+
+// cached is a key's latest value as the cache knows it.
+type cached struct {
+	val []byte
+	ok  bool // false: the key is absent
+}
+
+// cachedSize is what an entry counts against kvCacheBytes: its bytes plus the map's overhead.
+func cachedSize(key string, val []byte) int { return len(key) + len(val) + 64 }
+
+// remember caches key's latest value (ok false: absent), evicting other entries while the
+// cache is full; a value too large for the cache only drops the key's old entry.
+func (t *txKV) remember(key string, val []byte, ok bool) {
+	if old, had := t.cache[key]; had {
+		t.cacheBytes -= cachedSize(key, old.val)
+		delete(t.cache, key)
+	}
+	n := cachedSize(key, val)
+	if n > kvCacheBytes/4 {
+		return
+	}
+	for k, c := range t.cache { // map order: an arbitrary victim
+		if t.cacheBytes+n <= kvCacheBytes {
+			break
+		}
+		t.cacheBytes -= cachedSize(k, c.val)
+		delete(t.cache, k)
+	}
+	t.cache[key] = cached{val: val, ok: ok}
+	t.cacheBytes += n
 }
 
 // overlaid is a write whose commit (seq) is not known to be durable yet.
@@ -42,11 +85,15 @@ var _ kv.Store = (*txKV)(nil)
 
 func newTxKV(ws store.WorkspaceStore, g store.GadgetID, quota, used int64) *txKV {
 	return &txKV{ws: ws, g: g, quota: quota, used: used, before: used,
-		pending: map[string][]byte{}, sizes: map[string]int{}, overlay: map[string]overlaid{}}
+		pending: map[string][]byte{}, sizes: map[string]int{}, cache: map[string]cached{}, overlay: map[string]overlaid{}}
 }
 
-// visible returns the value key has before this call's writes: the overlay's, else the store's.
+// visible returns the value key has before this call's writes: the cache's, else the
+// overlay's, else the store's. The cache is never older than the overlay (take fills both).
 func (t *txKV) visible(key string) ([]byte, bool, error) {
+	if c, ok := t.cache[key]; ok {
+		return c.val, c.ok, nil
+	}
 	t.mu.Lock()
 	o, ok := t.overlay[key]
 	t.mu.Unlock()
@@ -57,6 +104,7 @@ func (t *txKV) visible(key string) ([]byte, bool, error) {
 	v, ok, err := t.ws.Get(t.g, []byte(key))
 	if err == nil {
 		t.sizes[key] = valueSize(v, ok)
+		t.remember(key, v, ok)
 	}
 	return v, ok, err
 }
@@ -211,6 +259,10 @@ func (t *txKV) take(seq uint64) []store.Mutation {
 		t.overlay[k] = overlaid{val: v, seq: seq}
 	}
 	t.mu.Unlock()
+	for _, k := range keys {
+		v := t.pending[k]
+		t.remember(k, v, v != nil)
+	}
 	clear(t.pending)
 	return muts
 }

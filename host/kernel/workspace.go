@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"atelier/capnweb"
@@ -20,11 +21,13 @@ type Workspace struct {
 	k  *Kernel
 	p  *principal
 	id store.WorkspaceID
+	// ov is the overseer the last call used: calls skip the kernel's registry while it runs.
+	ov atomic.Pointer[overseer]
 }
 
 // enter runs fn on the overseer once p's role includes need.
 func (w *Workspace) enter(ctx context.Context, need store.Role, what string, fn func(ov *overseer) error) error {
-	return w.k.withOverseer(ctx, w.id, func(ov *overseer) error {
+	return w.k.withCachedOverseer(ctx, w.id, &w.ov, func(ov *overseer) error {
 		if _, err := ov.require(w.p, need, what); err != nil {
 			return err
 		}
@@ -98,14 +101,10 @@ func (w *Workspace) Delete(ctx context.Context) error {
 func (w *Workspace) ListGadgets(ctx context.Context) ([]GadgetInfo, error) {
 	out := []GadgetInfo{}
 	err := w.enter(ctx, store.RoleUse, "listGadgets", func(ov *overseer) error {
-		ov.mu.RLock()
-		gs := make([]store.Gadget, 0, len(ov.gadgets))
-		for _, g := range ov.gadgets {
-			if w.p.gadgetAllowed(w.id, g.Name) {
-				gs = append(gs, g)
-			}
+		gs, err := ov.gadgetsOf(w.p)
+		if err != nil {
+			return err
 		}
-		ov.mu.RUnlock()
 		slices.SortFunc(gs, func(a, b store.Gadget) int { return strings.Compare(a.Name, b.Name) })
 		for _, g := range gs {
 			out = append(out, ov.infoOf(g))
