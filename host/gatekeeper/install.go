@@ -66,34 +66,38 @@ type ResourceKind struct {
 // It is safe for concurrent use; Start creates instances.
 type Gatekeeper struct {
 	Package *Package
-	// Vendor and Kinds are what the component said about itself at installation.
+	// Vendor and Kinds are what the gatekeeper said about itself at installation.
 	Vendor Vendor
 	Kinds  []ResourceKind
 
-	rt   *runtime.Runtime
-	comp *runtime.Component
+	code Code
 }
 
-// Install compiles p on rt and refuses it unless its imports stay within Grants (checked
-// before anything runs), it exports the connector interface of its world with the right
-// signatures, and the resource kinds it reports are exactly the manifest's. rt must provide
-// the gatekeeper interfaces (see Interfaces) and kv and log.
+// Install compiles a component package on rt and refuses it unless its imports stay within
+// Grants (checked before anything runs), it exports the connector interface of its world with
+// the right signatures, and the resource kinds it reports are exactly the manifest's. rt must
+// provide the gatekeeper interfaces (see Interfaces) and kv and log. Packages of other
+// formats have their own installers (host/gatekeeper/extism).
 func Install(ctx context.Context, rt *runtime.Runtime, p *Package) (*Gatekeeper, error) {
+	if f := p.Manifest.PackageFormat(); f != FormatComponent {
+		return nil, fmt.Errorf("install %s: %w: the package format is %s, not %s", p, ErrNotComponent, f, FormatComponent)
+	}
 	comp, err := rt.Compile(ctx, p.Wasm)
 	if err != nil {
 		return nil, fmt.Errorf("install %s: %w: %v", p, ErrNotComponent, err)
 	}
-	g := &Gatekeeper{Package: p, rt: rt, comp: comp}
-	if err := g.check(ctx); err != nil {
+	if err := checkComponent(rt, comp); err != nil {
 		comp.Close()
 		return nil, fmt.Errorf("install %s: %w", p, err)
 	}
-	return g, nil
+	return InstallCode(ctx, p, &componentCode{rt: rt, comp: comp})
 }
 
-func (g *Gatekeeper) check(ctx context.Context) error {
-	audit := g.comp.Audit()
-	if err := audit.Check(g.rt, Grants()); err != nil {
+// checkComponent refuses a component that imports more than Grants or does not export the
+// connector with the world's signatures.
+func checkComponent(rt *runtime.Runtime, comp *runtime.Component) error {
+	audit := comp.Audit()
+	if err := audit.Check(rt, Grants()); err != nil {
 		return fmt.Errorf("%w: %v", ErrExcessImports, err)
 	}
 	have := map[string]bool{}
@@ -114,29 +118,39 @@ func (g *Gatekeeper) check(ctx context.Context) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("%w %s: %s does not export (or exports with another type) %s", ErrWorldMismatch, g.Package.Manifest.World, Connector, strings.Join(missing, "; "))
+		return fmt.Errorf("%w %s: %s does not export (or exports with another type) %s", ErrWorldMismatch, World, Connector, strings.Join(missing, "; "))
 	}
-	// Ask the component what it is, in an instance that can reach nothing.
-	inst, err := g.rt.Instantiate(ctx, g.comp, runtime.InstanceConfig{Name: g.Package.Manifest.Name + "/install", Grants: Grants()})
+	return nil
+}
+
+// InstallCode finishes installing p, whose code a format's installer has compiled and
+// checked: it asks the gatekeeper to describe itself, in a guest that can reach nothing, and
+// refuses it unless the resource kinds it reports are exactly the manifest's. On failure it
+// closes code.
+func InstallCode(ctx context.Context, p *Package, code Code) (*Gatekeeper, error) {
+	g := &Gatekeeper{Package: p, code: code}
+	if err := g.inspect(ctx); err != nil {
+		code.Close()
+		return nil, fmt.Errorf("install %s: %w", p, err)
+	}
+	return g, nil
+}
+
+func (g *Gatekeeper) inspect(ctx context.Context) error {
+	guest, err := g.code.Start(ctx, GuestConfig{Name: g.Package.Manifest.Name + "/install"})
 	if err != nil {
 		return fmt.Errorf("start for inspection: %w", err)
 	}
-	defer inst.Close()
-	v, err := inst.Call(ctx, Connector+"#describe")
-	if err != nil {
+	defer guest.Close()
+	if g.Vendor, err = guest.Describe(ctx); err != nil {
 		return fmt.Errorf("describe: %w", err)
 	}
-	m := v.(map[string]any)
-	g.Vendor = Vendor{DisplayName: m["display-name"].(string), URL: m["url"].(string), Tagline: m["tagline"].(string), Description: m["description"].(string)}
-	ks, err := inst.Call(ctx, Connector+"#resource-kinds")
-	if err != nil {
+	if g.Kinds, err = guest.ResourceKinds(ctx); err != nil {
 		return fmt.Errorf("resource-kinds: %w", err)
 	}
 	var got, want []string
-	for _, k := range ks.([]any) {
-		k := k.(map[string]any)
-		g.Kinds = append(g.Kinds, ResourceKind{Kind: k["kind"].(string), Title: k["title"].(string), Description: k["description"].(string)})
-		got = append(got, k["kind"].(string))
+	for _, k := range g.Kinds {
+		got = append(got, k.Kind)
 	}
 	for _, r := range g.Package.Manifest.Resources {
 		want = append(want, r.Kind)
@@ -144,10 +158,10 @@ func (g *Gatekeeper) check(ctx context.Context) error {
 	sort.Strings(got)
 	sort.Strings(want)
 	if !slices.Equal(got, want) {
-		return fmt.Errorf("%w: the component serves resource kinds %v, the manifest lists %v", ErrWorldMismatch, got, want)
+		return fmt.Errorf("%w: the gatekeeper serves resource kinds %v, the manifest lists %v", ErrWorldMismatch, got, want)
 	}
 	return nil
 }
 
-// Close releases the compiled component once its instances are closed.
-func (g *Gatekeeper) Close() { g.comp.Close() }
+// Close releases the compiled code once its instances are closed.
+func (g *Gatekeeper) Close() { g.code.Close() }

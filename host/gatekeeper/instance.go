@@ -41,7 +41,7 @@ type Instance struct {
 	url   string
 	kind  string
 	queue Queue
-	inst  *runtime.Instance
+	guest Guest
 }
 
 // Start creates an instance for acct. It refuses a resource the manifest does not serve and
@@ -69,12 +69,8 @@ func (g *Gatekeeper) Start(ctx context.Context, acct Account) (*Instance, error)
 		policy.Headers = append(policy.Headers, outboundhttp.Header{Name: c.Header, Value: strings.Replace(c.Template, "{secret}", secret, 1)})
 	}
 	in := &Instance{g: g, name: acct.Name, url: acct.Resource, kind: grant.Kind, queue: acct.Queue}
-	bind := map[string]any{outboundhttp.Grant: policy, approvals.Grant: sink{in}}
-	if acct.Store != nil {
-		bind[kv.Grant] = acct.Store
-	}
-	in.inst, err = g.rt.Instantiate(ctx, g.comp, runtime.InstanceConfig{
-		Name: acct.Name, Grants: Grants(), Limits: acct.Limits, Console: acct.Console, Bind: bind,
+	in.guest, err = g.code.Start(ctx, GuestConfig{
+		Name: acct.Name, Policy: policy, Sink: sink{in}, Store: acct.Store, Console: acct.Console, Limits: acct.Limits,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", m.Name, err)
@@ -91,23 +87,26 @@ func (in *Instance) Resource() (url, kind string) { return in.url, in.kind }
 // Gatekeeper returns the installed package the instance runs.
 func (in *Instance) Gatekeeper() *Gatekeeper { return in.g }
 
-// Runtime returns the component instance, for diagnostics and tests (a probe's debug
-// exports). Calling the connector through it bypasses sessions and the approval bookkeeping.
-func (in *Instance) Runtime() *runtime.Instance { return in.inst }
+// Runtime returns the component instance of a component package (nil for other formats),
+// for diagnostics and tests (a probe's debug exports). Calling the connector through it
+// bypasses sessions and the approval bookkeeping.
+func (in *Instance) Runtime() *runtime.Instance {
+	if c, ok := in.guest.(*componentGuest); ok {
+		return c.inst
+	}
+	return nil
+}
+
+// Guest returns the running guest, for format-specific diagnostics (an Extism plugin's
+// memory). Calling it bypasses sessions and the approval bookkeeping.
+func (in *Instance) Guest() Guest { return in.guest }
 
 // Close ends the instance.
-func (in *Instance) Close() error { return in.inst.Close() }
+func (in *Instance) Close() error { return in.guest.Close() }
 
-func (in *Instance) call(ctx context.Context, fn string, args ...any) (any, error) {
-	res, err := in.inst.Call(ctx, Connector+"#"+fn, args...)
-	if err != nil {
-		var re *runtime.ResultError
-		if errors.As(err, &re) {
-			return nil, fmt.Errorf("%s %s: %v", in.name, fn, re.Value)
-		}
-		return nil, fmt.Errorf("%s %s: %w", in.name, fn, err)
-	}
-	return res, nil
+// fail names the instance and the connector function in a guest's error.
+func (in *Instance) fail(fn string, err error) error {
+	return fmt.Errorf("%s %s: %w", in.name, fn, err)
 }
 
 // Resource describes a granted resource.
@@ -117,21 +116,20 @@ type Resource struct {
 
 // DescribeResource asks the gatekeeper to describe its granted resource.
 func (in *Instance) DescribeResource(ctx context.Context) (Resource, error) {
-	v, err := in.call(ctx, "describe-resource", in.url)
+	r, err := in.guest.DescribeResource(ctx, in.url)
 	if err != nil {
-		return Resource{}, err
+		return Resource{}, in.fail("describe-resource", err)
 	}
-	m := v.(map[string]any)
-	return Resource{URL: m["url"].(string), Title: m["title"].(string), Snippet: m["snippet"].(string), SuggestedBindingName: m["suggested-binding-name"].(string)}, nil
+	return r, nil
 }
 
 // TypeScriptTypes returns the declarations of the session API, for agents.
 func (in *Instance) TypeScriptTypes(ctx context.Context) (string, error) {
-	v, err := in.call(ctx, "typescript-types")
+	ts, err := in.guest.TypeScriptTypes(ctx)
 	if err != nil {
-		return "", err
+		return "", in.fail("typescript-types", err)
 	}
-	return v.(string), nil
+	return ts, nil
 }
 
 // Session is one caller's session on an instance.
@@ -145,11 +143,11 @@ type Session struct {
 // OpenSession opens a session for caller, an opaque label such as "agent:7" that queue
 // entries carry.
 func (in *Instance) OpenSession(ctx context.Context, caller string) (*Session, error) {
-	v, err := in.call(ctx, "open-session", in.url, caller)
+	id, err := in.guest.OpenSession(ctx, in.url, caller)
 	if err != nil {
-		return nil, err
+		return nil, in.fail("open-session", err)
 	}
-	return &Session{in: in, id: v.(uint64), caller: caller}, nil
+	return &Session{in: in, id: id, caller: caller}, nil
 }
 
 // Caller returns the label the session was opened with.
@@ -171,7 +169,10 @@ func (s *Session) Call(ctx context.Context, method, args string) (string, error)
 		return "", fmt.Errorf("%s: session %d is closed", s.in.name, s.id)
 	}
 	ci := &callInfo{s: s}
-	v, err := s.in.call(context.WithValue(ctx, callKey{}, ci), "invoke", s.id, method, args)
+	out, err := s.in.guest.Invoke(context.WithValue(ctx, callKey{}, ci), s.id, method, args)
+	if err != nil {
+		err = s.in.fail("invoke", err)
+	}
 	if ci.submitted {
 		if derr := s.in.queue.Drain(ctx, s.in.name); derr != nil {
 			err = errors.Join(err, fmt.Errorf("%s: apply auto-approved actions: %w", s.in.name, derr))
@@ -180,7 +181,7 @@ func (s *Session) Call(ctx context.Context, method, args string) (string, error)
 	if err != nil {
 		return "", err
 	}
-	return v.(string), nil
+	return out, nil
 }
 
 // Close closes the session.
@@ -188,32 +189,36 @@ func (s *Session) Close(ctx context.Context) error {
 	if !s.closed.CompareAndSwap(false, true) {
 		return nil
 	}
-	_, err := s.in.call(ctx, "close-session", s.id)
-	return err
+	if err := s.in.guest.CloseSession(ctx, s.id); err != nil {
+		return s.in.fail("close-session", err)
+	}
+	return nil
 }
 
 // ApplyAction performs approved action id (see Target).
 func (in *Instance) ApplyAction(ctx context.Context, id uint64, payload string) (string, error) {
-	v, err := in.call(ctx, "apply-action", id, payload)
+	msg, err := in.guest.ApplyAction(ctx, id, payload)
 	if err != nil {
-		return "", err
+		return "", in.fail("apply-action", err)
 	}
-	return v.(string), nil
+	return msg, nil
 }
 
 // RejectAction tells the gatekeeper that action id was rejected (see Target).
 func (in *Instance) RejectAction(ctx context.Context, id uint64, payload string) error {
-	_, err := in.call(ctx, "reject-action", id, payload)
-	return err
+	if err := in.guest.RejectAction(ctx, id, payload); err != nil {
+		return in.fail("reject-action", err)
+	}
+	return nil
 }
 
 // RevertAction undoes applied action id (see Target).
 func (in *Instance) RevertAction(ctx context.Context, id uint64, payload string) (string, error) {
-	v, err := in.call(ctx, "revert-action", id, payload)
+	msg, err := in.guest.RevertAction(ctx, id, payload)
 	if err != nil {
-		return "", err
+		return "", in.fail("revert-action", err)
 	}
-	return v.(string), nil
+	return msg, nil
 }
 
 // sink is the approvals.Sink of an instance: it attributes each observation and action to

@@ -16,6 +16,15 @@ import (
 // World is the only WIT world a gatekeeper package may declare.
 const World = "atelier:gatekeeper/gatekeeper@0.1.0"
 
+// Package formats (Manifest.Format): how gatekeeper.wasm implements World.
+const (
+	// FormatComponent is a WebAssembly component of World (the default). Install runs it.
+	FormatComponent = "component"
+	// FormatExtism is an Extism plugin: a core module using Extism's host ABI, whose plugin
+	// functions map World's connector (host/gatekeeper/extism installs it).
+	FormatExtism = "extism"
+)
+
 // Manifest describes a gatekeeper package: who made it, what it may reach, which credentials
 // it needs and which resources it serves. It is manifest.json in the package archive.
 type Manifest struct {
@@ -27,6 +36,8 @@ type Manifest struct {
 	Vendor string `json:"vendor"`
 	// World is the WIT world the component targets (World).
 	World string `json:"world"`
+	// Format is FormatComponent (when empty) or FormatExtism.
+	Format string `json:"format,omitempty"`
 	// Component pins the component's content.
 	Component ComponentRef `json:"component"`
 	// Egress lists where the gatekeeper may send requests at all.
@@ -119,6 +130,9 @@ func (m *Manifest) Validate() error {
 	if m.World != World {
 		bad("world %q: the host supports %s", m.World, World)
 	}
+	if m.Format != "" && m.Format != FormatComponent && m.Format != FormatExtism {
+		bad("format %q: want %s or %s", m.Format, FormatComponent, FormatExtism)
+	}
 	if !hexSHA256.MatchString(m.Component.SHA256) {
 		bad("component.sha256 %q: want 64 lowercase hex digits", m.Component.SHA256)
 	}
@@ -169,6 +183,14 @@ func (m *Manifest) Validate() error {
 		tags[t] = true
 	}
 	return errors.Join(errs...)
+}
+
+// PackageFormat returns Format, or FormatComponent when it is empty.
+func (m *Manifest) PackageFormat() string {
+	if m.Format == "" {
+		return FormatComponent
+	}
+	return m.Format
 }
 
 // pattern is a parsed URL pattern: scheme and canonical host, then path segments, where a

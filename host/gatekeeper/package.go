@@ -23,6 +23,8 @@ var (
 	ErrHashMismatch = errors.New("gatekeeper component hash mismatch")
 	// ErrNotComponent: gatekeeper.wasm is not a valid WebAssembly component.
 	ErrNotComponent = errors.New("gatekeeper.wasm is not a valid component")
+	// ErrNotPlugin: gatekeeper.wasm of an extism package is not a valid core module.
+	ErrNotPlugin = errors.New("gatekeeper.wasm is not a valid Extism plugin")
 	// ErrWorldMismatch: the component does not export what the manifest's world requires, or
 	// serves other resource kinds than the manifest lists.
 	ErrWorldMismatch = errors.New("gatekeeper does not match its manifest's world")
@@ -104,9 +106,17 @@ func Open(archive []byte) (*Package, error) {
 	if sum := sha256.Sum256(wasm); hex.EncodeToString(sum[:]) != m.Component.SHA256 {
 		return nil, fmt.Errorf("%w: %s has sha256 %x, the manifest says %s", ErrHashMismatch, WasmFile, sum, m.Component.SHA256)
 	}
-	// A component starts with the Wasm magic and the component layer (version 0x0d, layer 1).
-	if !bytes.HasPrefix(wasm, []byte{0, 'a', 's', 'm', 0x0d, 0, 1, 0}) {
-		return nil, fmt.Errorf("%w: no component header (a core module, or not WebAssembly)", ErrNotComponent)
+	// A component starts with the Wasm magic and the component layer (version 0x0d, layer 1);
+	// a core module (an Extism plugin) with the magic and version 1.
+	switch m.PackageFormat() {
+	case FormatExtism:
+		if !bytes.HasPrefix(wasm, []byte{0, 'a', 's', 'm', 1, 0, 0, 0}) {
+			return nil, fmt.Errorf("%w: no core module header (a component, or not WebAssembly)", ErrNotPlugin)
+		}
+	default:
+		if !bytes.HasPrefix(wasm, []byte{0, 'a', 's', 'm', 0x0d, 0, 1, 0}) {
+			return nil, fmt.Errorf("%w: no component header (a core module, or not WebAssembly)", ErrNotComponent)
+		}
 	}
 	sum := sha256.Sum256(archive)
 	return &Package{Manifest: *m, Wasm: wasm, Digest: "sha256:" + hex.EncodeToString(sum[:])}, nil

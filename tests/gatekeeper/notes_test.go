@@ -37,7 +37,12 @@ func entry(t *testing.T, q *gatekeeper.MemoryQueue, id uint64) gatekeeper.Entry 
 func TestNotes(t *testing.T) {
 	svc := startService(t)
 	rt := newRuntime(t, outboundhttp.Options{AllowAddrs: []string{svc.Addr}})
-	g := install(t, rt, notesManifest(t, svc), guest(t, "gatekeepers/notes-go"))
+	runNotes(t, svc, install(t, rt, notesManifest(t, svc), guest(t, "gatekeepers/notes-go")))
+}
+
+// runNotes is TestNotes on an installed notes gatekeeper of either package format, whose
+// instances reach svc.
+func runNotes(t *testing.T, svc *service, g *gatekeeper.Gatekeeper) {
 	if g.Vendor.DisplayName != "Notes" || len(g.Kinds) != 1 || g.Kinds[0].Kind != "notebook" {
 		t.Fatalf("install read %+v %+v", g.Vendor, g.Kinds)
 	}

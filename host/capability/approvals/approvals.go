@@ -101,14 +101,44 @@ func checkText(field, s string, limit int) error {
 	return nil
 }
 
+// Check reports whether o is well-formed: a title, both texts valid UTF-8 within the limits.
+func (o Observation) Check() error {
+	err := errors.Join(checkText("title", o.Title, MaxTitle), checkText("description", o.Description, MaxDescription))
+	if o.Title == "" {
+		err = errors.Join(err, errors.New("empty title"))
+	}
+	if err != nil {
+		return fmt.Errorf("observation refused: %w", err)
+	}
+	return nil
+}
+
+// Check reports whether a is well-formed: a title, a kind tag of lowercase letters, digits
+// and dashes, all texts valid UTF-8 within the limits.
+func (a Action) Check() error {
+	err := errors.Join(
+		checkText("title", a.Title, MaxTitle),
+		checkText("description", a.Description, MaxDescription),
+		checkText("kind label", a.Kind.Label, MaxTitle),
+		checkText("payload", a.Payload, MaxPayload),
+	)
+	if a.Title == "" {
+		err = errors.Join(err, errors.New("empty title"))
+	}
+	if !tagPattern.MatchString(a.Kind.Tag) {
+		err = errors.Join(err, fmt.Errorf("kind tag %q is not lowercase letters, digits and dashes (1-64)", a.Kind.Tag))
+	}
+	if err != nil {
+		return fmt.Errorf("action refused: %w", err)
+	}
+	return nil
+}
+
 func authorize(ctx context.Context, call *runtime.HostCall, args []any) (any, error) {
 	r := args[0].(map[string]any)
 	o := Observation{Title: r["title"].(string), Description: r["description"].(string)}
-	if err := errors.Join(checkText("title", o.Title, MaxTitle), checkText("description", o.Description, MaxDescription)); err != nil {
-		return nil, runtime.Fail("observation refused: " + err.Error())
-	}
-	if o.Title == "" {
-		return nil, runtime.Fail("observation refused: empty title")
+	if err := o.Check(); err != nil {
+		return nil, runtime.Fail(err.Error())
 	}
 	if err := call.State().(Sink).AuthorizeObservation(ctx, o); err != nil {
 		return nil, runtime.Fail(err.Error())
@@ -127,20 +157,8 @@ func submit(ctx context.Context, call *runtime.HostCall, args []any) (any, error
 		ImplementsRevert: r["implements-revert"].(bool),
 		Payload:          r["payload"].(string),
 	}
-	err := errors.Join(
-		checkText("title", a.Title, MaxTitle),
-		checkText("description", a.Description, MaxDescription),
-		checkText("kind label", a.Kind.Label, MaxTitle),
-		checkText("payload", a.Payload, MaxPayload),
-	)
-	if a.Title == "" {
-		err = errors.Join(err, errors.New("empty title"))
-	}
-	if !tagPattern.MatchString(a.Kind.Tag) {
-		err = errors.Join(err, fmt.Errorf("kind tag %q is not lowercase letters, digits and dashes (1-64)", a.Kind.Tag))
-	}
-	if err != nil {
-		return nil, runtime.Fail("action refused: " + err.Error())
+	if err := a.Check(); err != nil {
+		return nil, runtime.Fail(err.Error())
 	}
 	id, err := call.State().(Sink).SubmitAction(ctx, a)
 	if err != nil {

@@ -79,16 +79,34 @@ func kvError(tag, msg string) error {
 	return runtime.Fail(map[string]any{"tag": tag, "val": msg})
 }
 
+// CheckKey reports whether key is a valid key under l: 1 to MaxKey bytes of UTF-8.
+func (l Limits) CheckKey(key string) error {
+	l = l.withDefaults()
+	if key == "" || len(key) > l.MaxKey || !utf8.ValidString(key) {
+		return fmt.Errorf("keys are 1 to %d bytes of UTF-8", l.MaxKey)
+	}
+	return nil
+}
+
+// CheckValue reports whether v fits under l's MaxValue.
+func (l Limits) CheckValue(v []byte) error {
+	l = l.withDefaults()
+	if len(v) > l.MaxValue {
+		return fmt.Errorf("value of %d bytes exceeds %d", len(v), l.MaxValue)
+	}
+	return nil
+}
+
 func (c *capability) checkKey(key string) error {
-	if key == "" || len(key) > c.lim.MaxKey || !utf8.ValidString(key) {
-		return kvError("invalid-key", fmt.Sprintf("keys are 1 to %d bytes of UTF-8", c.lim.MaxKey))
+	if err := c.lim.CheckKey(key); err != nil {
+		return kvError("invalid-key", err.Error())
 	}
 	return nil
 }
 
 func (c *capability) checkValue(v []byte) error {
-	if len(v) > c.lim.MaxValue {
-		return kvError("quota-exceeded", fmt.Sprintf("value of %d bytes exceeds %d", len(v), c.lim.MaxValue))
+	if err := c.lim.CheckValue(v); err != nil {
+		return kvError("quota-exceeded", err.Error())
 	}
 	return nil
 }

@@ -81,18 +81,35 @@ type Header struct {
 	Name, Value string
 }
 
-// New returns the host interface. It fails when an AllowAddrs entry is not an ip:port.
+// New returns the host interface, with a Client of its own (see NewClient).
 func New(opts Options) (runtime.HostInterface, error) {
+	c, err := NewClient(opts)
+	if err != nil {
+		return runtime.HostInterface{}, err
+	}
+	return c.Interface(), nil
+}
+
+// Client performs gatekeeper requests under a Policy: the one implementation of the egress
+// rules, used by the WIT interface (Interface) and by other package formats. It is safe for
+// concurrent use.
+type Client struct {
+	opts   Options
+	client *http.Client
+}
+
+// NewClient returns a Client. It fails when an AllowAddrs entry is not an ip:port.
+func NewClient(opts Options) (*Client, error) {
 	o := opts.withDefaults()
 	allowed := make(map[netip.AddrPort]bool)
 	for _, a := range o.AllowAddrs {
 		ap, err := netip.ParseAddrPort(a)
 		if err != nil {
-			return runtime.HostInterface{}, fmt.Errorf("outbound-http: AllowAddrs entry %q: %w", a, err)
+			return nil, fmt.Errorf("outbound-http: AllowAddrs entry %q: %w", a, err)
 		}
 		allowed[unmapAddrPort(ap)] = true
 	}
-	c := &capability{opts: o}
+	c := &Client{opts: o}
 	dialer := &net.Dialer{Timeout: o.Timeout, Control: func(network, address string, _ syscall.RawConn) error {
 		return checkDial(address, allowed)
 	}}
@@ -109,6 +126,12 @@ func New(opts Options) (runtime.HostInterface, error) {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		Timeout:       o.Timeout,
 	}
+	return c, nil
+}
+
+// Interface returns the WIT host interface backed by c. Each instance's Policy is its binding
+// (runtime.InstanceConfig.Bind[Grant]); an instance without one may reach nothing.
+func (c *Client) Interface() runtime.HostInterface {
 	return runtime.HostInterface{
 		Name:  Interface,
 		Funcs: []runtime.HostFunc{{Name: "fetch", Func: c.fetch}},
@@ -122,12 +145,7 @@ func New(opts Options) (runtime.HostInterface, error) {
 			}
 			return p, nil
 		},
-	}, nil
-}
-
-type capability struct {
-	opts   Options
-	client *http.Client
+	}
 }
 
 func unmapAddrPort(ap netip.AddrPort) netip.AddrPort {
@@ -180,9 +198,37 @@ type deniedError struct{ msg string }
 
 func (e *deniedError) Error() string { return e.msg }
 
-// fetchError returns the WIT `error` variant as a result error.
-func fetchError(tag, msg string) error {
-	return runtime.Fail(map[string]any{"tag": tag, "val": msg})
+// Error kinds: the cases of the WIT error variant.
+const (
+	Denied   = "denied"    // the policy refused the request
+	Invalid  = "invalid"   // the request is malformed
+	TooLarge = "too-large" // a body exceeds the limits
+	Failed   = "failed"    // the network failed or the request timed out
+)
+
+// Error is why a request was not answered. Kind is one of Denied, Invalid, TooLarge, Failed.
+type Error struct {
+	Kind, Message string
+}
+
+func (e *Error) Error() string { return e.Kind + ": " + e.Message }
+
+func fail(kind, format string, args ...any) *Error {
+	return &Error{Kind: kind, Message: fmt.Sprintf(format, args...)}
+}
+
+// Request is a request a guest asks the host to send. URL is absolute.
+type Request struct {
+	Method, URL string
+	Headers     []Header
+	Body        []byte
+}
+
+// Response is the answer, with the whole body.
+type Response struct {
+	Status  int
+	Headers []Header
+	Body    []byte
 }
 
 var methods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
@@ -194,31 +240,28 @@ var reservedHeaders = []string{
 	"keep-alive", "proxy-authorization", "proxy-connection", "expect",
 }
 
-func (c *capability) fetch(ctx context.Context, call *runtime.HostCall, args []any) (any, error) {
-	p := call.State().(*Policy)
-	r := args[0].(map[string]any)
-	method, rawURL, body := r["method"].(string), r["url"].(string), r["body"].([]byte)
-	if !slices.Contains(methods, method) {
-		return nil, fetchError("invalid", fmt.Sprintf("method %q is not one of %s", method, strings.Join(methods, ", ")))
+// Do sends r if p allows it, with p's headers added, and returns the response. Every error
+// is an *Error; none contains p's header values.
+func (c *Client) Do(ctx context.Context, p *Policy, r Request) (*Response, error) {
+	if !slices.Contains(methods, r.Method) {
+		return nil, fail(Invalid, "method %q is not one of %s", r.Method, strings.Join(methods, ", "))
 	}
-	u, err := p.Check(rawURL)
+	u, err := p.Check(r.URL)
 	if err != nil {
-		return nil, fetchError("denied", err.Error())
+		return nil, fail(Denied, "%v", err)
 	}
-	if len(body) > c.opts.MaxRequestBody {
-		return nil, fetchError("too-large", fmt.Sprintf("request body of %d bytes exceeds %d", len(body), c.opts.MaxRequestBody))
+	if len(r.Body) > c.opts.MaxRequestBody {
+		return nil, fail(TooLarge, "request body of %d bytes exceeds %d", len(r.Body), c.opts.MaxRequestBody)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, r.Method, u.String(), bytes.NewReader(r.Body))
 	if err != nil {
-		return nil, fetchError("invalid", err.Error())
+		return nil, fail(Invalid, "%v", err)
 	}
-	for _, h := range r["headers"].([]any) {
-		h := h.(map[string]any)
-		name, value := h["name"].(string), h["value"].(string)
-		if err := p.checkHeader(name, value); err != nil {
+	for _, h := range r.Headers {
+		if err := p.checkHeader(h.Name, h.Value); err != nil {
 			return nil, err
 		}
-		req.Header.Add(name, value)
+		req.Header.Add(h.Name, h.Value)
 	}
 	for _, h := range p.Headers {
 		req.Header.Set(h.Name, h.Value)
@@ -227,28 +270,48 @@ func (c *capability) fetch(ctx context.Context, call *runtime.HostCall, args []a
 	if err != nil {
 		var de *deniedError
 		if errors.As(err, &de) {
-			return nil, fetchError("denied", de.msg)
+			return nil, fail(Denied, "%s", de.msg)
 		}
-		return nil, fetchError("failed", fmt.Sprintf("%s %s: %v", method, u.Redacted(), unwrapURLError(err)))
+		return nil, fail(Failed, "%s %s: %v", r.Method, u.Redacted(), unwrapURLError(err))
 	}
 	defer resp.Body.Close()
 	if loc := resp.Header.Get("Location"); resp.StatusCode/100 == 3 && loc != "" {
-		return nil, fetchError("denied", fmt.Sprintf("%s %s: redirect (HTTP %d) to %q refused", method, u.Redacted(), resp.StatusCode, loc))
+		return nil, fail(Denied, "%s %s: redirect (HTTP %d) to %q refused", r.Method, u.Redacted(), resp.StatusCode, loc)
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, int64(c.opts.MaxResponseBody)+1))
 	if err != nil {
-		return nil, fetchError("failed", fmt.Sprintf("%s %s: reading the body: %v", method, u.Redacted(), unwrapURLError(err)))
+		return nil, fail(Failed, "%s %s: reading the body: %v", r.Method, u.Redacted(), unwrapURLError(err))
 	}
 	if len(data) > c.opts.MaxResponseBody {
-		return nil, fetchError("too-large", fmt.Sprintf("%s %s: response body exceeds %d bytes", method, u.Redacted(), c.opts.MaxResponseBody))
+		return nil, fail(TooLarge, "%s %s: response body exceeds %d bytes", r.Method, u.Redacted(), c.opts.MaxResponseBody)
 	}
-	headers := make([]any, 0, len(resp.Header))
+	out := &Response{Status: resp.StatusCode, Headers: make([]Header, 0, len(resp.Header)), Body: data}
 	for name, vals := range resp.Header {
 		for _, v := range vals {
-			headers = append(headers, map[string]any{"name": name, "value": v})
+			out.Headers = append(out.Headers, Header{Name: name, Value: v})
 		}
 	}
-	return map[string]any{"status": uint16(resp.StatusCode), "headers": headers, "body": data}, nil
+	return out, nil
+}
+
+// fetch is the WIT function: it converts the request record, calls Do and converts back.
+func (c *Client) fetch(ctx context.Context, call *runtime.HostCall, args []any) (any, error) {
+	r := args[0].(map[string]any)
+	req := Request{Method: r["method"].(string), URL: r["url"].(string), Body: r["body"].([]byte)}
+	for _, h := range r["headers"].([]any) {
+		h := h.(map[string]any)
+		req.Headers = append(req.Headers, Header{Name: h["name"].(string), Value: h["value"].(string)})
+	}
+	resp, err := c.Do(ctx, call.State().(*Policy), req)
+	if err != nil {
+		e := err.(*Error)
+		return nil, runtime.Fail(map[string]any{"tag": e.Kind, "val": e.Message})
+	}
+	headers := make([]any, len(resp.Headers))
+	for i, h := range resp.Headers {
+		headers[i] = map[string]any{"name": h.Name, "value": h.Value}
+	}
+	return map[string]any{"status": uint16(resp.Status), "headers": headers, "body": resp.Body}, nil
 }
 
 // unwrapURLError drops the *url.Error wrapper, whose text repeats the method and URL.
@@ -261,19 +324,19 @@ func unwrapURLError(err error) error {
 }
 
 // checkHeader refuses malformed headers, transport headers and the credential headers.
-func (p *Policy) checkHeader(name, value string) error {
+func (p *Policy) checkHeader(name, value string) *Error {
 	if name == "" || strings.IndexFunc(name, func(r rune) bool { return r <= ' ' || r >= 0x7f || strings.ContainsRune("()<>@,;:\\\"/[]?={}", r) }) >= 0 {
-		return fetchError("invalid", fmt.Sprintf("header name %q is not a token", name))
+		return fail(Invalid, "header name %q is not a token", name)
 	}
 	if strings.ContainsAny(value, "\r\n\x00") {
-		return fetchError("invalid", fmt.Sprintf("header %s: value contains CR, LF or NUL", name))
+		return fail(Invalid, "header %s: value contains CR, LF or NUL", name)
 	}
 	if slices.Contains(reservedHeaders, strings.ToLower(name)) {
-		return fetchError("denied", fmt.Sprintf("header %s is set by the host", name))
+		return fail(Denied, "header %s is set by the host", name)
 	}
 	for _, h := range p.Headers {
 		if strings.EqualFold(h.Name, name) {
-			return fetchError("denied", fmt.Sprintf("header %s carries the credential and is set by the host", name))
+			return fail(Denied, "header %s carries the credential and is set by the host", name)
 		}
 	}
 	return nil

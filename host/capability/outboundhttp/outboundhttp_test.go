@@ -1,6 +1,10 @@
 package outboundhttp
 
 import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"strings"
 	"testing"
@@ -70,5 +74,56 @@ func TestPolicyCheck(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: got %v, want an error about %q", bad, err, want)
 		}
+	}
+}
+
+// TestClientDo sends through Client.Do to a loopback server: the allowed address is reached
+// with the policy's header added, and refusals come back as *Error with their kind before
+// anything is sent.
+func TestClientDo(t *testing.T) {
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Method+" "+r.URL.Path+" "+r.Header.Get("Authorization"))
+		w.Write([]byte("hello"))
+	}))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("the address that is not allowed was reached: %s", r.URL)
+	}))
+	defer other.Close()
+	otherAddr := strings.TrimPrefix(other.URL, "http://")
+	c, err := NewClient(Options{AllowAddrs: []string{addr}, MaxRequestBody: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Policy{
+		Schemes: []string{"http"}, Hosts: []string{addr, otherAddr},
+		Prefixes: []string{srv.URL + "/api/work", other.URL + "/api/work"},
+		Headers:  []Header{{Name: "Authorization", Value: "Bearer secret"}},
+	}
+	ctx := context.Background()
+	resp, err := c.Do(ctx, p, Request{Method: "GET", URL: srv.URL + "/api/work/notes", Headers: []Header{{Name: "Accept", Value: "text/plain"}}})
+	if err != nil || resp.Status != 200 || string(resp.Body) != "hello" {
+		t.Fatalf("allowed request: %+v %v", resp, err)
+	}
+	for _, c2 := range []struct {
+		r    Request
+		kind string
+	}{
+		{Request{Method: "GET", URL: srv.URL + "/api/home"}, Denied},
+		{Request{Method: "GET", URL: other.URL + "/api/work"}, Denied},
+		{Request{Method: "GET", URL: srv.URL + "/api/work", Headers: []Header{{Name: "authorization", Value: "x"}}}, Denied},
+		{Request{Method: "TRACE", URL: srv.URL + "/api/work"}, Invalid},
+		{Request{Method: "POST", URL: srv.URL + "/api/work", Body: []byte("123456789")}, TooLarge},
+	} {
+		_, err := c.Do(ctx, p, c2.r)
+		var e *Error
+		if !errors.As(err, &e) || e.Kind != c2.kind || strings.Contains(e.Message, "secret") {
+			t.Errorf("%s %s: got %v, want a %s error", c2.r.Method, c2.r.URL, err, c2.kind)
+		}
+	}
+	if len(got) != 1 || got[0] != "GET /api/work/notes Bearer secret" {
+		t.Fatalf("the server saw %q", got)
 	}
 }
