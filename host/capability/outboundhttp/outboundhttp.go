@@ -211,6 +211,7 @@ type Error struct {
 	Kind, Message string
 }
 
+// Error implements error: the kind, then the message.
 func (e *Error) Error() string { return e.Kind + ": " + e.Message }
 
 func fail(kind, format string, args ...any) *Error {

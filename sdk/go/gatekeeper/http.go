@@ -74,6 +74,7 @@ type FetchError struct {
 	Message string
 }
 
+// Error implements error: the kind, then the message.
 func (e *FetchError) Error() string {
 	return [...]string{"denied", "invalid request", "too large", "failed"}[e.Kind] + ": " + e.Message
 }

@@ -24,6 +24,7 @@ type KVError struct {
 	Message string
 }
 
+// Error implements error: the kind, then the message.
 func (e *KVError) Error() string {
 	return [...]string{"invalid key", "quota exceeded", "kv io"}[e.Kind] + ": " + e.Message
 }
