@@ -31,7 +31,8 @@ const (
 
 // Config configures a Runtime. The zero value is usable: every zero field means its default.
 type Config struct {
-	// CacheDir holds compiled artifacts; "" means os.UserCacheDir()/atelier/components.
+	// CacheDir holds compiled artifacts; "" means os.UserCacheDir()/atelier/components. It is
+	// created 0700 if missing; New refuses one that group or others may write.
 	CacheDir string
 	// NoCache disables the artifact cache.
 	NoCache bool
@@ -69,13 +70,14 @@ type Runtime struct {
 	log         *slog.Logger
 	eng         *capi.Engine
 	cacheDir    string
-	fingerprint string                    // hash of the engine settings that change generated code
+	fingerprint string                    // hash of the engine settings that change generated code, and the cache format
 	ifaces      map[string]*HostInterface // by unversioned name
 
 	mu      sync.Mutex // guards linkers
 	linkers map[string]*capi.Linker
 
 	compiles, hits, corrupt atomic.Int64
+	verified                verifiedFiles // artifact files checked by this Runtime
 
 	// epoch counts ticks (it trails the engine's epoch by at most one); lastTick is the Now
 	// of the latest tick, in Unix nanoseconds. Calls use them to avoid a cgo call and a clock
@@ -146,7 +148,7 @@ func New(cfg Config) (*Runtime, error) {
 			TotalTables: 10 * n, MaxMemorySize: uint(mem),
 		}
 	}
-	settings := fmt.Sprintf("wasmtime-%s stack=%d fuel=%t epoch=true pooling=%t", capi.Version, cfg.MaxWasmStack, cfg.Fuel, cfg.Pooling != nil)
+	settings := fmt.Sprintf("wasmtime-%s stack=%d fuel=%t epoch=true pooling=%t cache=%d", capi.Version, cfg.MaxWasmStack, cfg.Fuel, cfg.Pooling != nil, cacheFormat)
 	fp := sha256.Sum256([]byte(settings))
 	rt.fingerprint = hex.EncodeToString(fp[:8])
 	if !cfg.NoCache {
@@ -160,6 +162,9 @@ func New(cfg Config) (*Runtime, error) {
 		}
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("create artifact cache: %w", err)
+		}
+		if err := checkCacheDir(dir); err != nil {
+			return nil, fmt.Errorf("artifact cache: %w", err)
 		}
 		rt.cacheDir = dir
 	}

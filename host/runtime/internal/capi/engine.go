@@ -1,5 +1,6 @@
 package capi
 
+// #include <stdlib.h>
 // #include "shim.h"
 import "C"
 
@@ -93,6 +94,20 @@ func (e *Engine) Deserialize(artifact []byte) (*Component, error) {
 	err := C.wasmtime_component_deserialize(e.ptr, bytesPtr(artifact), C.size_t(len(artifact)), &out)
 	runtime.KeepAlive(artifact)
 	if err != nil {
+		return nil, takeError(err)
+	}
+	return newComponent(e, out), nil
+}
+
+// DeserializeFile loads a component from an artifact file made by Component.Serialize with a
+// compatible engine. Wasmtime maps the file instead of copying it, so the file must not be
+// changed in place while the component lives (replacing it by rename is safe). The file must
+// be trusted, as for Deserialize.
+func (e *Engine) DeserializeFile(path string) (*Component, error) {
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	var out *C.wasmtime_component_t
+	if err := C.wasmtime_component_deserialize_file(e.ptr, cpath, &out); err != nil {
 		return nil, takeError(err)
 	}
 	return newComponent(e, out), nil
