@@ -273,6 +273,10 @@ func TestClientCommands(t *testing.T) {
 	t.Setenv("ATELIER_PASSWORD", "")
 
 	fails(t, 1, []string{"gadget", "list"}, "no workspace selected", "atelier workspace use")
+	if out := ok(t, "gatekeeper", "list"); !strings.Contains(out, "No gatekeepers installed") {
+		t.Fatalf("gatekeeper list on a new server = %q", out)
+	}
+	fails(t, 1, []string{"gatekeeper", "install", counterGo}, "FORBIDDEN")
 	if out := ok(t, "workspace", "create", "home"); !strings.Contains(out, "Created workspace home") {
 		t.Fatalf("workspace create said %q", out)
 	}

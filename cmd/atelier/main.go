@@ -32,7 +32,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		serveCommand(), loginCommand(), logoutCommand(), workspaceCommand(), gadgetCommand(),
-		execCommand(), inspectCommand(), versionCommand(),
+		gatekeeperCommand(), execCommand(), inspectCommand(), versionCommand(),
 	}
 }
 

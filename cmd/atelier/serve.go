@@ -1,6 +1,11 @@
 package main
 
 import (
+	"atelier/host/capability/kv"
+	hostlog "atelier/host/capability/log"
+	"atelier/host/capability/outboundhttp"
+	"atelier/host/gatekeeper"
+	"atelier/host/gatekeeper/extism"
 	"context"
 	"errors"
 	"flag"
@@ -84,8 +89,15 @@ func serve(ctx context.Context, o serveOptions) error {
 		return fmt.Errorf("start runtime: %w", err)
 	}
 	defer rt.Close()
+	gkRuntime, extismEngine, err := gatekeeperEngines(o.cacheDir, logger)
+	if err != nil {
+		return err
+	}
+	defer gkRuntime.Close()
+	defer extismEngine.Close()
 	k := kernel.New(kernel.Config{Runtime: rt, Store: db, Limits: o.limits, Logger: logger, Version: versionString(),
-		SignupsDisabled: o.noSignup, GadgetIdle: o.gadgetIdle, WorkspaceIdle: o.workspaceIdle})
+		SignupsDisabled: o.noSignup, GadgetIdle: o.gadgetIdle, WorkspaceIdle: o.workspaceIdle,
+		GatekeeperRuntime: gkRuntime, Extism: extismEngine, KeyFile: o.data + ".key"})
 	defer k.Close()
 	adminToken, err := k.Bootstrap(ctx)
 	if err != nil {
@@ -126,4 +138,26 @@ func serve(ctx context.Context, o serveOptions) error {
 		return err
 	}
 	return nil
+}
+
+// gatekeeperEngines starts what runs gatekeepers: a runtime of their own (so that their
+// capabilities, outbound HTTP and approvals, are never offered to gadgets) and the Extism engine
+// for packages of that format. Both use the default egress rules: no private or loopback
+// addresses, no redirects, bounded bodies.
+func gatekeeperEngines(cacheDir string, logger *slog.Logger) (*runtime.Runtime, *extism.Engine, error) {
+	ifaces, err := gatekeeper.Interfaces(outboundhttp.Options{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("start gatekeeper runtime: %w", err)
+	}
+	rt, err := runtime.New(runtime.Config{CacheDir: cacheDir, Logger: logger,
+		Interfaces: append(ifaces, hostlog.New(), kv.New(kv.Limits{}))})
+	if err != nil {
+		return nil, nil, fmt.Errorf("start gatekeeper runtime: %w", err)
+	}
+	eng, err := extism.New(extism.Options{})
+	if err != nil {
+		rt.Close()
+		return nil, nil, fmt.Errorf("start extism engine: %w", err)
+	}
+	return rt, eng, nil
 }

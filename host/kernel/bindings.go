@@ -27,13 +27,22 @@ func withCaller(ctx context.Context, id store.GadgetID) context.Context {
 type bindingCaller struct{ a *actor }
 
 // CallBinding implements bindings.Caller: it resolves the binding in the caller's current
-// record and calls the target's export, refusing a call back into a gadget already in the
+// record and calls the target's export (or its gatekeeper session, gkbindings.go), refusing a call back into a gadget already in the
 // chain (which would wait for itself).
 func (b bindingCaller) CallBinding(ctx context.Context, name, method string, args []any) (any, error) {
 	ov := b.a.ov
 	g, err := ov.gadget(b.a.id)
 	if err != nil {
 		return nil, err
+	}
+	timeout := ov.k.cfg.Limits.Timeout
+	if timeout <= 0 {
+		timeout = runtime.DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if account, ok := g.Gatekeepers[name]; ok {
+		return ov.callGatekeeper(ctx, g, name, account, method, args)
 	}
 	target, ok := g.Bindings[name]
 	if !ok {
@@ -43,12 +52,6 @@ func (b bindingCaller) CallBinding(ctx context.Context, name, method string, arg
 	if slices.Contains(chain, target) {
 		return nil, fail(CodeFailedPrecondition, "binding %q would call back into a gadget already in this call chain", name)
 	}
-	timeout := ov.k.cfg.Limits.Timeout
-	if timeout <= 0 {
-		timeout = runtime.DefaultTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	a, err := ov.actor(ctx, target)
 	if err != nil {
 		return nil, err

@@ -19,6 +19,11 @@
 // gadgets as bindings, for Cap'n Web (Workspace.ExecuteCode), and for in-process front ends
 // such as host/mcp (AgentSession).
 //
+// Gatekeepers (gatekeepers.go, gkaccounts.go, gkbindings.go, gkqueue.go): the admin installs
+// packages server-wide, users connect accounts whose credentials are sealed with the vault
+// key, a workspace binds a gadget to an account, and the workspace's queue records the
+// gatekeeper's observations and holds its actions until the account's owner decides.
+//
 // Idle gadget instances are evicted and idle overseers stop; compiled components are shared
 // by code hash and closed with their last actor, so an idle gadget costs no memory beyond its
 // record in the store.
@@ -37,6 +42,8 @@ import (
 	"atelier/host/capability/events"
 	"atelier/host/capability/kv"
 	hostlog "atelier/host/capability/log"
+	"atelier/host/gatekeeper"
+	"atelier/host/gatekeeper/extism"
 	"atelier/host/runtime"
 	"atelier/host/store"
 	"atelier/jsruntime"
@@ -73,6 +80,15 @@ type Config struct {
 	GadgetQuota int64
 	// Now is the clock of the login rate limits (time.Now).
 	Now func() time.Time
+	// GatekeeperRuntime runs gatekeeper components: it must provide gatekeeper.Interfaces,
+	// kv and log. Nil refuses packages of the component format.
+	GatekeeperRuntime *runtime.Runtime
+	// Extism runs gatekeeper packages of the extism format; nil refuses them.
+	Extism *extism.Engine
+	// KeyFile is the vault key that seals gatekeeper credentials, created (mode 0600) on
+	// first use. Keep it outside the data file (atelier serve: DATA.key); empty refuses
+	// connectAccount.
+	KeyFile string
 }
 
 func (c Config) withDefaults() Config {
@@ -113,6 +129,8 @@ type Kernel struct {
 	checked  checkedSet // code and grants that passed checkCode
 	surfaces surfaces   // the RPC surfaces of code versions
 	guards   guards
+	gks      gatekeepers
+	vault    vaultKey
 
 	// js runs JS gadgets and executeCode snippets; compiled on first use (jsEngine).
 	jsOnce sync.Once
@@ -131,7 +149,7 @@ type Kernel struct {
 // New returns a kernel over cfg's runtime and store.
 func New(cfg Config) *Kernel {
 	cfg = cfg.withDefaults()
-	k := &Kernel{cfg: cfg, log: cfg.Logger, st: cfg.Store, hub: newHub(cfg.Logger), guards: newGuards(cfg.Now), overseers: map[store.WorkspaceID]*overseer{}}
+	k := &Kernel{cfg: cfg, log: cfg.Logger, st: cfg.Store, hub: newHub(cfg.Logger), guards: newGuards(cfg.Now), overseers: map[store.WorkspaceID]*overseer{}, gks: gatekeepers{gks: map[string]*gatekeeper.Gatekeeper{}}}
 	k.code = newCodeCache(k)
 	return k
 }
@@ -188,6 +206,7 @@ func (k *Kernel) Close() error {
 		ov.stop()
 	}
 	k.hub.close()
+	k.closeGatekeepers()
 	k.jsOnce.Do(func() {}) // no engine starts after Close
 	if k.js != nil {
 		k.js.Close()

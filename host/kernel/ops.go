@@ -192,6 +192,9 @@ func (ov *overseer) bind(ctx context.Context, p *principal, id store.GadgetID, n
 		if _, err := ov.gadget(target); err != nil {
 			return nil, "", err
 		}
+		if _, ok := g.Gatekeepers[name]; ok {
+			return nil, "", fail(CodeConflict, "gadget %s already binds a gatekeeper as %q", g.Name, name)
+		}
 		g.Bindings[name] = target
 		return nil, name + " -> " + string(target), nil
 	})
@@ -254,6 +257,9 @@ func (ov *overseer) deleteGadget(ctx context.Context, p *principal, id store.Gad
 		return wrapErr(err, "delete gadget")
 	}
 	ov.k.hub.cancelGone(ov.id, id)
+	for name := range g.Gatekeepers {
+		ov.links.cut(linkKey{id, name})
+	}
 	ov.notifyGadget("removed", g)
 	return nil
 }

@@ -37,6 +37,11 @@ type overseer struct {
 	gadgets map[store.GadgetID]store.Gadget
 	actors  map[store.GadgetID]*actor
 	stopped bool
+
+	// links are the live gatekeeper sessions of gadget bindings (gkbindings.go).
+	links links
+	// queue is the workspace's approval queue and action log (gkqueue.go).
+	queue *queue
 }
 
 type overseerOp struct {
@@ -51,7 +56,8 @@ func startOverseer(ctx context.Context, k *Kernel, id store.WorkspaceID) (*overs
 		return nil, wrapErr(err, "open workspace %s", id)
 	}
 	ov := &overseer{k: k, id: id, lease: lease, ops: make(chan overseerOp), quit: make(chan struct{}), done: make(chan struct{}),
-		gadgets: map[store.GadgetID]store.Gadget{}, actors: map[store.GadgetID]*actor{}}
+		gadgets: map[store.GadgetID]store.Gadget{}, actors: map[store.GadgetID]*actor{}, links: links{m: map[linkKey]*link{}}}
+	ov.queue = newQueue(ov)
 	err = func() error {
 		if ov.ws, err = k.st.Open(ctx, id, lease); err != nil {
 			return err
@@ -123,13 +129,15 @@ func (ov *overseer) shutdown() {
 	for _, a := range actors {
 		a.retire()
 	}
+	ov.links.closeAll()
 	ov.writers.Wait()
 	_ = ov.ws.Close()
 	_ = ov.lease.Release(context.Background())
 }
 
 // evictIdle retires the instances idle for GadgetIdle and reports whether the whole workspace
-// has been idle for WorkspaceIdle with no instance left.
+// has been idle for WorkspaceIdle with no instance left and no gatekeeper action waiting for a
+// decision (the queue lives with the overseer).
 func (ov *overseer) evictIdle() bool {
 	now := time.Now()
 	ov.mu.Lock()
@@ -150,7 +158,7 @@ func (ov *overseer) evictIdle() bool {
 	for _, a := range idle {
 		a.closeLocked()
 	}
-	return empty && now.Sub(time.Unix(0, ov.lastUsed.Load())) >= ov.k.cfg.WorkspaceIdle
+	return empty && !ov.queue.waiting() && now.Sub(time.Unix(0, ov.lastUsed.Load())) >= ov.k.cfg.WorkspaceIdle
 }
 
 // do runs fn on the overseer's goroutine and returns its error.
@@ -180,7 +188,12 @@ func (ov *overseer) commit(ctx context.Context, muts ...store.Mutation) error {
 
 // auditEntry is an audit line by p.
 func auditEntry(p *principal, action, target, detail string) store.Mutation {
-	return store.AppendAudit(store.AuditEntry{Time: time.Now().UTC(), Actor: p.name(), Action: action, Target: target, Detail: detail})
+	return auditLine(p.name(), action, target, detail)
+}
+
+// auditLine is an audit line by actor, a principal's name or a label such as "gadget:notes".
+func auditLine(actor, action, target, detail string) store.Mutation {
+	return store.AppendAudit(store.AuditEntry{Time: time.Now().UTC(), Actor: actor, Action: action, Target: target, Detail: detail})
 }
 
 // audit appends one line to the audit log. The line changes nothing the loop keeps, so it is
@@ -188,6 +201,11 @@ func auditEntry(p *principal, action, target, detail string) store.Mutation {
 // with gadget commits (group commit), and still are durable when audit returns. Shutdown
 // waits for such writers before it closes the workspace.
 func (ov *overseer) audit(ctx context.Context, p *principal, action, target, detail string) error {
+	return ov.auditAs(ctx, p.name(), action, target, detail)
+}
+
+// auditAs is audit by an actor named by its label ("gadget:notes").
+func (ov *overseer) auditAs(ctx context.Context, actor, action, target, detail string) error {
 	ov.touch()
 	ov.mu.RLock()
 	if ov.stopped {
@@ -197,7 +215,7 @@ func (ov *overseer) audit(ctx context.Context, p *principal, action, target, det
 	ov.writers.Add(1)
 	ov.mu.RUnlock()
 	defer ov.writers.Done()
-	return ov.commit(ctx, auditEntry(p, action, target, detail))
+	return ov.commit(ctx, auditLine(actor, action, target, detail))
 }
 
 // snapshot returns the workspace record.

@@ -140,7 +140,7 @@ func (s *Bolt) migrate() error {
 		if have > SchemaVersion {
 			return fmt.Errorf("data file has schema version %d, this atelier reads up to %d: upgrade atelier", have, SchemaVersion)
 		}
-		for _, b := range [][]byte{bucketUsers, bucketUsernames, bucketTokens, bucketAgents, bucketWorkspaces, bucketAccess, bucketWS, bucketCode, bucketBlueprints} {
+		for _, b := range [][]byte{bucketUsers, bucketUsernames, bucketTokens, bucketAgents, bucketWorkspaces, bucketAccess, bucketWS, bucketCode, bucketBlueprints, bucketGatekeepers, bucketGKArchives, bucketGKAccounts} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}

@@ -185,7 +185,10 @@ type Gadget struct {
 	Current int `json:"current"`
 	// Bindings maps a binding name to the gadget it reaches.
 	Bindings map[string]GadgetID `json:"bindings,omitempty"`
-	Created  time.Time           `json:"created"`
+	// Gatekeepers maps a binding name to the gatekeeper account (GatekeeperAccount.ID) the
+	// gadget reaches under it.
+	Gatekeepers map[string]string `json:"gatekeepers,omitempty"`
+	Created     time.Time         `json:"created"`
 }
 
 // Version is one immutable code version of a gadget; its code is stored by SHA256.
@@ -272,6 +275,20 @@ type Store interface {
 	Blueprint(ctx context.Context, id string) (Blueprint, error)
 	// Blueprints lists the blueprints of user owner.
 	Blueprints(ctx context.Context, owner string) ([]Blueprint, error)
+
+	// PutGatekeeper stores an installed gatekeeper package with its archive (ErrConflict when
+	// installed already); DeleteGatekeeper removes it with every account connected to it.
+	PutGatekeeper(ctx context.Context, g GatekeeperRecord, archive []byte) error
+	Gatekeepers(ctx context.Context) ([]GatekeeperRecord, error)
+	Gatekeeper(ctx context.Context, id string) (GatekeeperRecord, []byte, error)
+	DeleteGatekeeper(ctx context.Context, id string) error
+
+	// PutAccount stores a new connected gatekeeper account (its gatekeeper must exist).
+	PutAccount(ctx context.Context, a GatekeeperAccount) error
+	Account(ctx context.Context, id string) (GatekeeperAccount, error)
+	// Accounts lists the accounts of user owner.
+	Accounts(ctx context.Context, owner string) ([]GatekeeperAccount, error)
+	DeleteAccount(ctx context.Context, id string) error
 
 	Close() error
 }

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+)
+
+// gatekeeperInfo is an installed gatekeeper package as installGatekeeper and listGatekeepers
+// describe it.
+type gatekeeperInfo struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Version     string `json:"version"`
+	Vendor      string `json:"vendor"`
+	Format      string `json:"format"`
+	Size        int64  `json:"size"`
+	Credentials []struct {
+		Name        string `json:"name"`
+		Description string `json:"description"`
+	} `json:"credentials"`
+	Resources []struct {
+		Kind       string `json:"kind"`
+		URLPattern string `json:"urlPattern"`
+	} `json:"resources"`
+}
+
+func gatekeeperCommand() command {
+	return command{
+		name:    "gatekeeper",
+		summary: "install, list and remove gatekeeper packages on a server",
+		details: `A gatekeeper connects Atelier to an outside service for the users who connect an account
+on it (docs/gatekeepers.md). Packages are server-wide: only the admin installs and removes
+them; every user lists them.
+
+Examples:
+  atelier gatekeeper install notes.gkp
+  atelier gatekeeper list
+  atelier gatekeeper remove sha256:3f2a...`,
+		subcommands: []command{gatekeeperInstallCommand(), gatekeeperListCommand(), gatekeeperRemoveCommand()},
+	}
+}
+
+func gatekeeperInstallCommand() command {
+	return command{
+		name:    "install",
+		usage:   "[--server URL] FILE",
+		summary: "install a gatekeeper package (admin only)",
+		details: "Uploads a package archive (a tar of manifest.json and gatekeeper.wasm) and installs it for the whole server.",
+		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
+			server := serverFlag(fs)
+			return func(ctx context.Context, args []string) error {
+				if len(args) != 1 {
+					return usageError{"want the package file"}
+				}
+				archive, err := os.ReadFile(args[0])
+				if err != nil {
+					return fmt.Errorf("read the gatekeeper package: %w", err)
+				}
+				c, err := connect(ctx, *server)
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				g, err := await[gatekeeperInfo](ctx, c, c.api.Call(ctx, "installGatekeeper", archive))
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(stdio(ctx).out, "Installed %s %s (%s, %s) as %s\n", g.Name, g.Version, g.Format, formatSize(g.Size), g.ID)
+				return nil
+			}
+		},
+	}
+}
+
+func gatekeeperListCommand() command {
+	return command{
+		name:    "list",
+		usage:   "[--server URL] [--json]",
+		summary: "list the installed gatekeeper packages",
+		details: "Lists the server's gatekeeper packages with the resources and credentials an account on each needs.",
+		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
+			server := serverFlag(fs)
+			asJSON := fs.Bool("json", false, "print the list as JSON")
+			return func(ctx context.Context, args []string) error {
+				if len(args) != 0 {
+					return usageError{"gatekeeper list takes no arguments"}
+				}
+				c, err := connect(ctx, *server)
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				gs, err := await[[]gatekeeperInfo](ctx, c, c.api.Call(ctx, "listGatekeepers"))
+				if err != nil {
+					return err
+				}
+				out := stdio(ctx).out
+				if *asJSON {
+					return printJSON(out, gs)
+				}
+				if len(gs) == 0 {
+					fmt.Fprintln(out, "No gatekeepers installed: the admin installs one with `atelier gatekeeper install FILE`.")
+					return nil
+				}
+				tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tNAME\tVERSION\tVENDOR\tRESOURCES\tCREDENTIALS")
+				for _, g := range gs {
+					var res, creds []string
+					for _, r := range g.Resources {
+						res = append(res, r.Kind+" "+r.URLPattern)
+					}
+					for _, cr := range g.Credentials {
+						creds = append(creds, cr.Name)
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", g.ID, g.Name, g.Version, g.Vendor, strings.Join(res, ", "), strings.Join(creds, ", "))
+				}
+				return tw.Flush()
+			}
+		},
+	}
+}
+
+func gatekeeperRemoveCommand() command {
+	return command{
+		name:    "remove",
+		usage:   "[--server URL] ID",
+		summary: "remove a gatekeeper package and its accounts (admin only)",
+		details: "Uninstalls the package with the given ID (as `gatekeeper list` shows it) and disconnects every account connected to it.",
+		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
+			server := serverFlag(fs)
+			return func(ctx context.Context, args []string) error {
+				if len(args) != 1 {
+					return usageError{"want the gatekeeper's ID"}
+				}
+				c, err := connect(ctx, *server)
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				if _, err := await[any](ctx, c, c.api.Call(ctx, "removeGatekeeper", args[0])); err != nil {
+					return err
+				}
+				fmt.Fprintf(stdio(ctx).out, "Removed %s\n", args[0])
+				return nil
+			}
+		},
+	}
+}

@@ -1,0 +1,149 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"atelier/host/gatekeeper"
+	"atelier/host/gatekeeper/vault"
+	"atelier/host/store"
+)
+
+// vaultKey loads the vault key of Config.KeyFile once.
+type vaultKey struct {
+	once sync.Once
+	box  *vault.Box
+	err  error
+}
+
+// box returns the vault that seals gatekeeper credentials.
+func (k *Kernel) box() (*vault.Box, error) {
+	k.vault.once.Do(func() {
+		if k.cfg.KeyFile == "" {
+			k.vault.err = fail(CodeFailedPrecondition, "this server has no key file for gatekeeper credentials")
+			return
+		}
+		k.vault.box, k.vault.err = vault.LoadKey(k.cfg.KeyFile)
+	})
+	return k.vault.box, k.vault.err
+}
+
+// sealContext binds a sealed credential to its account and name.
+func sealContext(accountID, credential string) string {
+	return "credential/" + accountID + "/" + credential
+}
+
+// openCredentials decrypts an account's credentials, to build a gatekeeper.Account.
+func (k *Kernel) openCredentials(acct store.GatekeeperAccount) (map[string]string, error) {
+	box, err := k.box()
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(acct.Sealed))
+	for name, sealed := range acct.Sealed {
+		plain, err := box.Open(sealed, sealContext(acct.ID, name))
+		if err != nil {
+			return nil, wrapErr(err, "account %s: credential %s", acct.ID, name)
+		}
+		out[name] = string(plain)
+	}
+	return out, nil
+}
+
+// AccountInfo describes a connected account; credentials are never returned.
+type AccountInfo struct {
+	ID         string    `json:"id"`
+	Gatekeeper string    `json:"gatekeeper"`
+	Name       string    `json:"name"` // the gatekeeper's name
+	Resource   string    `json:"resource"`
+	Kind       string    `json:"kind"`
+	Created    time.Time `json:"created"`
+}
+
+// ConnectAccount connects the caller's account on gatekeeperId (users only): resource is
+// the URL of the resource granted (it must match one of the manifest's patterns) and
+// credentials has exactly the manifest's credential names. The credentials are stored sealed
+// and never returned by any call.
+func (a *Authed) ConnectAccount(ctx context.Context, gatekeeperID, resource string, credentials map[string]string) (AccountInfo, error) {
+	if err := a.userOnly("connectAccount"); err != nil {
+		return AccountInfo{}, err
+	}
+	k := a.k
+	gk, err := k.gatekeeper(ctx, gatekeeperID)
+	if err != nil {
+		return AccountInfo{}, wrapErr(err, "connect account")
+	}
+	m := gk.Package.Manifest
+	grant, err := m.GrantFor(resource)
+	if err != nil {
+		return AccountInfo{}, &Error{Code: CodeInvalidArgument, Msg: "connect account: " + err.Error(), Err: err}
+	}
+	var want []string
+	for _, c := range m.Credentials {
+		want = append(want, c.Name)
+		if credentials[c.Name] == "" {
+			return AccountInfo{}, fail(CodeInvalidArgument, "connect account: credential %q (%s) is missing", c.Name, c.Description)
+		}
+	}
+	for name := range credentials {
+		if !slices.Contains(want, name) {
+			return AccountInfo{}, fail(CodeInvalidArgument, "connect account: %s takes no credential %.40q (it takes %v)", m.Name, name, want)
+		}
+	}
+	box, err := k.box()
+	if err != nil {
+		return AccountInfo{}, wrapErr(err, "connect account")
+	}
+	acct := store.GatekeeperAccount{ID: store.NewID("acct"), Owner: a.p.userID, Gatekeeper: gatekeeperID, Resource: resource,
+		Sealed: map[string][]byte{}, Created: time.Now().UTC()}
+	for name, secret := range credentials {
+		acct.Sealed[name] = box.Seal([]byte(secret), sealContext(acct.ID, name))
+	}
+	if err := k.st.PutAccount(ctx, acct); err != nil {
+		return AccountInfo{}, wrapErr(err, "connect account")
+	}
+	return AccountInfo{ID: acct.ID, Gatekeeper: gatekeeperID, Name: m.Name, Resource: resource, Kind: grant.Kind, Created: acct.Created}, nil
+}
+
+// ListAccounts lists the caller's connected accounts (users only).
+func (a *Authed) ListAccounts(ctx context.Context) ([]AccountInfo, error) {
+	if err := a.userOnly("listAccounts"); err != nil {
+		return nil, err
+	}
+	accts, err := a.k.st.Accounts(ctx, a.p.userID)
+	if err != nil {
+		return nil, wrapErr(err, "list accounts")
+	}
+	out := make([]AccountInfo, 0, len(accts))
+	for _, acct := range accts {
+		info := AccountInfo{ID: acct.ID, Gatekeeper: acct.Gatekeeper, Resource: acct.Resource, Created: acct.Created}
+		if rec, _, err := a.k.st.Gatekeeper(ctx, acct.Gatekeeper); err == nil {
+			info.Name = rec.Name
+			if m, err := gatekeeper.ParseManifest(rec.Manifest); err == nil {
+				if g, err := m.GrantFor(acct.Resource); err == nil {
+					info.Kind = g.Kind
+				}
+			}
+		}
+		out = append(out, info)
+	}
+	return out, nil
+}
+
+// DisconnectAccount removes one of the caller's accounts with its sealed credentials.
+func (a *Authed) DisconnectAccount(ctx context.Context, id string) error {
+	if err := a.userOnly("disconnectAccount"); err != nil {
+		return err
+	}
+	acct, err := a.k.st.Account(ctx, id)
+	if err != nil || acct.Owner != a.p.userID {
+		return fail(CodeNotFound, "disconnect account: you have no account %q", id)
+	}
+	if err := a.k.st.DeleteAccount(ctx, id); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return wrapErr(err, "disconnect account")
+	}
+	return nil
+}

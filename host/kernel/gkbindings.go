@@ -1,0 +1,200 @@
+package kernel
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+
+	"atelier/host/gatekeeper"
+	"atelier/host/store"
+)
+
+// A gadget reaches a gatekeeper through atelier:host/bindings: Workspace.BindGatekeeper maps a
+// binding name to one of the binder's connected accounts, and each call of the binding is a
+// call of a session of that account's gatekeeper, opened for caller "gadget:NAME". Every call
+// first finds the binding in the gadget's current record and the account in the store, so
+// that unbinding or disconnecting the account fails the next call and closes the session.
+
+// linkKey names one gatekeeper binding of one gadget.
+type linkKey struct {
+	gadget store.GadgetID
+	name   string
+}
+
+// link is the live gatekeeper instance and session of a binding.
+type link struct {
+	account string
+	inst    *gatekeeper.Instance
+	sess    *gatekeeper.Session
+}
+
+// links are an overseer's live gatekeeper bindings.
+type links struct {
+	mu sync.Mutex
+	m  map[linkKey]*link
+}
+
+// get returns the live link of key on account, starting it with start when there is none (or
+// it served another account).
+func (ls *links) get(key linkKey, account string, start func() (*link, error)) (*link, error) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if l := ls.m[key]; l != nil {
+		if l.account == account {
+			return l, nil
+		}
+		l.inst.Close()
+		delete(ls.m, key)
+	}
+	l, err := start()
+	if err != nil {
+		return nil, err
+	}
+	ls.m[key] = l
+	return l, nil
+}
+
+// cut closes the link of key, if any.
+func (ls *links) cut(key linkKey) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if l := ls.m[key]; l != nil {
+		l.inst.Close()
+		delete(ls.m, key)
+	}
+}
+
+// closeAll closes every link.
+func (ls *links) closeAll() {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	for key, l := range ls.m {
+		l.inst.Close()
+		delete(ls.m, key)
+	}
+}
+
+// callGatekeeper calls method of gadget g's gatekeeper binding name, bound to account.
+func (ov *overseer) callGatekeeper(ctx context.Context, g store.Gadget, name, account, method string, args []any) (any, error) {
+	key := linkKey{g.ID, name}
+	acct, err := ov.k.st.Account(ctx, account)
+	if err != nil {
+		ov.links.cut(key)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, fail(CodeFailedPrecondition, "binding %q: its gatekeeper account was disconnected", name)
+		}
+		return nil, wrapErr(err, "binding %q", name)
+	}
+	l, err := ov.links.get(key, account, func() (*link, error) { return ov.startLink(ctx, g.Name, acct) })
+	if err != nil {
+		return nil, wrapErr(err, "binding %q", name)
+	}
+	if args == nil {
+		args = []any{}
+	}
+	in, err := json.Marshal(args)
+	if err != nil {
+		return nil, fail(CodeInvalidArgument, "binding %q: arguments are not JSON: %v", name, err)
+	}
+	out, err := l.sess.Call(ctx, method, string(in))
+	if err != nil {
+		return nil, &Error{Code: CodeGadgetError, Msg: "binding " + name + ": " + method + ": " + err.Error(), Err: err}
+	}
+	var v any
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		return nil, fail(CodeGadgetError, "binding %q: %s returned invalid JSON: %v", name, method, err)
+	}
+	return v, nil
+}
+
+// startLink starts an instance of the account's gatekeeper, whose observations and actions go
+// to the workspace's queue, and opens a session for the gadget.
+func (ov *overseer) startLink(ctx context.Context, gadget string, acct store.GatekeeperAccount) (*link, error) {
+	gk, err := ov.k.gatekeeper(ctx, acct.Gatekeeper)
+	if err != nil {
+		return nil, err
+	}
+	creds, err := ov.k.openCredentials(acct)
+	if err != nil {
+		return nil, err
+	}
+	inst, err := gk.Start(ctx, gatekeeper.Account{Name: acct.ID, Resource: acct.Resource, Credentials: creds, Queue: ov.queue, Limits: ov.k.cfg.Limits})
+	if err != nil {
+		return nil, err
+	}
+	sess, err := inst.OpenSession(ctx, "gadget:"+gadget)
+	if err != nil {
+		inst.Close()
+		return nil, err
+	}
+	return &link{account: acct.ID, inst: inst, sess: sess}, nil
+}
+
+// bindGatekeeper lets gadget id reach account under name (account "" removes the binding) and
+// closes the binding's live session.
+func (ov *overseer) bindGatekeeper(ctx context.Context, p *principal, id store.GadgetID, name, account string) error {
+	action := "gadget.bindGatekeeper"
+	if account == "" {
+		action = "gadget.unbindGatekeeper"
+	}
+	_, err := ov.updateGadget(ctx, p, id, action, false, func(g *store.Gadget) ([]store.Mutation, string, error) {
+		gks := make(map[string]string, len(g.Gatekeepers)+1)
+		for k, v := range g.Gatekeepers {
+			gks[k] = v
+		}
+		g.Gatekeepers = gks
+		if account == "" {
+			if _, ok := gks[name]; !ok {
+				return nil, "", fail(CodeNotFound, "gadget %s has no gatekeeper binding %q", g.Name, name)
+			}
+			delete(gks, name)
+			return nil, name, nil
+		}
+		if _, ok := g.Bindings[name]; ok {
+			return nil, "", fail(CodeConflict, "gadget %s already binds a gadget as %q", g.Name, name)
+		}
+		gks[name] = account
+		return nil, name + " -> account " + account, nil
+	})
+	ov.links.cut(linkKey{id, name})
+	return err
+}
+
+// BindGatekeeper lets gadget call the gatekeeper of one of the caller's accounts through
+// atelier:host/bindings under name (build role; users only, since the account is theirs). The
+// gadget acts with that account for everyone who calls it; its actions wait in this
+// workspace's queue for the account's owner.
+func (w *Workspace) BindGatekeeper(ctx context.Context, gadget, name, accountID string) error {
+	if err := validName("binding", name); err != nil {
+		return err
+	}
+	if w.p.agent != nil {
+		return fail(CodeForbidden, "bindGatekeeper: agents may not bind accounts")
+	}
+	acct, err := w.k.st.Account(ctx, accountID)
+	if err != nil || acct.Owner != w.p.userID {
+		return fail(CodeNotFound, "bindGatekeeper: you have no account %q", accountID)
+	}
+	return w.enter(ctx, store.RoleBuild, "bindGatekeeper", func(ov *overseer) error {
+		g, err := ov.gadgetByName(gadget)
+		if err != nil {
+			return err
+		}
+		return ov.bindGatekeeper(ctx, w.p, g.ID, name, accountID)
+	})
+}
+
+// UnbindGatekeeper removes a gatekeeper binding; its live session is closed.
+func (w *Workspace) UnbindGatekeeper(ctx context.Context, gadget, name string) error {
+	return w.enter(ctx, store.RoleBuild, "unbindGatekeeper", func(ov *overseer) error {
+		g, err := ov.gadgetByName(gadget)
+		if err == nil {
+			err = w.p.checkGadget(w.id, gadget)
+		}
+		if err != nil {
+			return err
+		}
+		return ov.bindGatekeeper(ctx, w.p, g.ID, name, "")
+	})
+}

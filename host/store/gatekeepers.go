@@ -1,0 +1,190 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+var (
+	bucketGatekeepers = []byte("gatekeepers")     // id -> GatekeeperRecord
+	bucketGKArchives  = []byte("gatekeeperpkgs")  // id -> package archive
+	bucketGKAccounts  = []byte("gatekeeperaccts") // id -> GatekeeperAccount
+)
+
+// GatekeeperRecord is an installed gatekeeper package, server-wide. ID is the package's
+// digest ("sha256:<hex of the archive>"), so the archive is stored content-addressed.
+type GatekeeperRecord struct {
+	ID      string `json:"id"`
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	Vendor  string `json:"vendor"`
+	Format  string `json:"format"`
+	Size    int    `json:"size"`
+	// Manifest is the package's manifest.json.
+	Manifest json.RawMessage `json:"manifest"`
+	By       string          `json:"by"` // the user who installed it
+	Created  time.Time       `json:"created"`
+}
+
+// GatekeeperAccount is a user's connected account on one gatekeeper: the granted resource
+// and the credentials, each sealed by the kernel (the store never sees them in clear).
+type GatekeeperAccount struct {
+	ID         string            `json:"id"`
+	Owner      string            `json:"owner"`
+	Gatekeeper string            `json:"gatekeeper"`
+	Resource   string            `json:"resource"`
+	Sealed     map[string][]byte `json:"sealed"`
+	Created    time.Time         `json:"created"`
+}
+
+// PutGatekeeper stores an installed package with its archive; ErrConflict when it is
+// installed already.
+func (s *Bolt) PutGatekeeper(_ context.Context, g GatekeeperRecord, archive []byte) error {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketGatekeepers)
+		if b.Get([]byte(g.ID)) != nil {
+			return fmt.Errorf("gatekeeper %s: %w", g.ID, ErrConflict)
+		}
+		if err := tx.Bucket(bucketGKArchives).Put([]byte(g.ID), archive); err != nil {
+			return err
+		}
+		return putJSON(b, []byte(g.ID), g)
+	})
+	if err != nil {
+		return fmt.Errorf("put gatekeeper: %w", err)
+	}
+	return nil
+}
+
+// Gatekeepers lists the installed packages in ID order.
+func (s *Bolt) Gatekeepers(_ context.Context) ([]GatekeeperRecord, error) {
+	var out []GatekeeperRecord
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return forEachJSON(tx.Bucket(bucketGatekeepers), func(g GatekeeperRecord) error {
+			out = append(out, g)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list gatekeepers: %w", err)
+	}
+	return out, nil
+}
+
+// Gatekeeper returns an installed package's record and archive.
+func (s *Bolt) Gatekeeper(_ context.Context, id string) (GatekeeperRecord, []byte, error) {
+	var (
+		g       GatekeeperRecord
+		archive []byte
+	)
+	err := s.db.View(func(tx *bolt.Tx) error {
+		if err := getJSON(tx.Bucket(bucketGatekeepers), []byte(id), &g); err != nil {
+			return err
+		}
+		archive = bytes.Clone(tx.Bucket(bucketGKArchives).Get([]byte(id)))
+		return nil
+	})
+	if err != nil {
+		return GatekeeperRecord{}, nil, fmt.Errorf("gatekeeper %s: %w", id, err)
+	}
+	return g, archive, nil
+}
+
+// DeleteGatekeeper removes an installed package, its archive and every account connected
+// to it.
+func (s *Bolt) DeleteGatekeeper(_ context.Context, id string) error {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketGatekeepers)
+		if b.Get([]byte(id)) == nil {
+			return ErrNotFound
+		}
+		var accounts [][]byte
+		err := forEachJSON(tx.Bucket(bucketGKAccounts), func(a GatekeeperAccount) error {
+			if a.Gatekeeper == id {
+				accounts = append(accounts, []byte(a.ID))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, a := range accounts {
+			if err := tx.Bucket(bucketGKAccounts).Delete(a); err != nil {
+				return err
+			}
+		}
+		if err := tx.Bucket(bucketGKArchives).Delete([]byte(id)); err != nil {
+			return err
+		}
+		return b.Delete([]byte(id))
+	})
+	if err != nil {
+		return fmt.Errorf("delete gatekeeper %s: %w", id, err)
+	}
+	return nil
+}
+
+// PutAccount stores a new connected account; its gatekeeper must be installed.
+func (s *Bolt) PutAccount(_ context.Context, a GatekeeperAccount) error {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketGatekeepers).Get([]byte(a.Gatekeeper)) == nil {
+			return fmt.Errorf("gatekeeper %s: %w", a.Gatekeeper, ErrNotFound)
+		}
+		b := tx.Bucket(bucketGKAccounts)
+		if b.Get([]byte(a.ID)) != nil {
+			return ErrConflict
+		}
+		return putJSON(b, []byte(a.ID), a)
+	})
+	if err != nil {
+		return fmt.Errorf("put account %s: %w", a.ID, err)
+	}
+	return nil
+}
+
+// Account returns a connected account.
+func (s *Bolt) Account(_ context.Context, id string) (GatekeeperAccount, error) {
+	var a GatekeeperAccount
+	err := s.db.View(func(tx *bolt.Tx) error { return getJSON(tx.Bucket(bucketGKAccounts), []byte(id), &a) })
+	if err != nil {
+		return GatekeeperAccount{}, fmt.Errorf("account %s: %w", id, err)
+	}
+	return a, nil
+}
+
+// Accounts lists the accounts of user owner.
+func (s *Bolt) Accounts(_ context.Context, owner string) ([]GatekeeperAccount, error) {
+	var out []GatekeeperAccount
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return forEachJSON(tx.Bucket(bucketGKAccounts), func(a GatekeeperAccount) error {
+			if a.Owner == owner {
+				out = append(out, a)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list accounts: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteAccount removes a connected account.
+func (s *Bolt) DeleteAccount(_ context.Context, id string) error {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketGKAccounts)
+		if b.Get([]byte(id)) == nil {
+			return ErrNotFound
+		}
+		return b.Delete([]byte(id))
+	})
+	if err != nil {
+		return fmt.Errorf("delete account %s: %w", id, err)
+	}
+	return nil
+}
