@@ -108,9 +108,9 @@ func (ov *overseer) callGatekeeper(ctx context.Context, g store.Gadget, name, ac
 	return v, nil
 }
 
-// startLink starts an instance of the account's gatekeeper, whose observations and actions go
-// to the workspace's queue, and opens a session for the gadget.
-func (ov *overseer) startLink(ctx context.Context, gadget string, acct store.GatekeeperAccount) (*link, error) {
+// startInstance starts an instance of the account's gatekeeper whose observations and
+// actions go to the workspace's queue.
+func (ov *overseer) startInstance(ctx context.Context, acct store.GatekeeperAccount) (*gatekeeper.Instance, error) {
 	gk, err := ov.k.gatekeeper(ctx, acct.Gatekeeper)
 	if err != nil {
 		return nil, err
@@ -119,7 +119,12 @@ func (ov *overseer) startLink(ctx context.Context, gadget string, acct store.Gat
 	if err != nil {
 		return nil, err
 	}
-	inst, err := gk.Start(ctx, gatekeeper.Account{Name: acct.ID, Resource: acct.Resource, Credentials: creds, Queue: ov.queue, Limits: ov.k.cfg.Limits})
+	return gk.Start(ctx, gatekeeper.Account{Name: acct.ID, Resource: acct.Resource, Credentials: creds, Queue: ov.queue, Limits: ov.k.cfg.Limits})
+}
+
+// startLink starts an instance of the account's gatekeeper and opens a session for the gadget.
+func (ov *overseer) startLink(ctx context.Context, gadget string, acct store.GatekeeperAccount) (*link, error) {
+	inst, err := ov.startInstance(ctx, acct)
 	if err != nil {
 		return nil, err
 	}

@@ -136,8 +136,7 @@ func (ov *overseer) shutdown() {
 }
 
 // evictIdle retires the instances idle for GadgetIdle and reports whether the whole workspace
-// has been idle for WorkspaceIdle with no instance left and no gatekeeper action waiting for a
-// decision (the queue lives with the overseer).
+// has been idle for WorkspaceIdle with no instance left (the gatekeeper queue is in the store).
 func (ov *overseer) evictIdle() bool {
 	now := time.Now()
 	ov.mu.Lock()
@@ -158,7 +157,7 @@ func (ov *overseer) evictIdle() bool {
 	for _, a := range idle {
 		a.closeLocked()
 	}
-	return empty && !ov.queue.waiting() && now.Sub(time.Unix(0, ov.lastUsed.Load())) >= ov.k.cfg.WorkspaceIdle
+	return empty && now.Sub(time.Unix(0, ov.lastUsed.Load())) >= ov.k.cfg.WorkspaceIdle
 }
 
 // do runs fn on the overseer's goroutine and returns its error.
@@ -206,6 +205,11 @@ func (ov *overseer) audit(ctx context.Context, p *principal, action, target, det
 
 // auditAs is audit by an actor named by its label ("gadget:notes").
 func (ov *overseer) auditAs(ctx context.Context, actor, action, target, detail string) error {
+	return ov.write(ctx, auditLine(actor, action, target, detail))
+}
+
+// write commits muts that change nothing the loop keeps, off the loop, as audit does.
+func (ov *overseer) write(ctx context.Context, muts ...store.Mutation) error {
 	ov.touch()
 	ov.mu.RLock()
 	if ov.stopped {
@@ -215,7 +219,7 @@ func (ov *overseer) auditAs(ctx context.Context, actor, action, target, detail s
 	ov.writers.Add(1)
 	ov.mu.RUnlock()
 	defer ov.writers.Done()
-	return ov.commit(ctx, auditLine(actor, action, target, detail))
+	return ov.commit(ctx, muts...)
 }
 
 // snapshot returns the workspace record.

@@ -248,6 +248,8 @@ func (s *Bolt) apply(tx *bolt.Tx, r *commitReq) error {
 				}
 				err = putJSON(ab, binary.BigEndian.AppendUint64(nil, e.Seq), e)
 			}
+		case MutPutAction, MutPutRule, MutDeleteRule:
+			err = applyQueue(b, m)
 		case MutPutCode:
 			sha := codeSHA(m.Value)
 			if err = putCode(tx, sha, m.Value); err == nil {

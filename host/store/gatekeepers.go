@@ -3,8 +3,11 @@ package store
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -187,4 +190,143 @@ func (s *Bolt) DeleteAccount(_ context.Context, id string) error {
 		return fmt.Errorf("delete account %s: %w", id, err)
 	}
 	return nil
+}
+
+// Sub-buckets of a workspace bucket holding its gatekeeper approval queue. They are created
+// by the first commit that writes to them, so workspaces made before them need no migration.
+var (
+	subGKActions = []byte("gkactions") // big-endian action id -> QueuedAction
+	subGKRules   = []byte("gkrules")   // owner NUL gatekeeper NUL kind -> ApprovalRule
+)
+
+// QueuedAction is one line of a workspace's gatekeeper action log: an observation or an
+// action with its decision. IDs are assigned by the queue's writer (the workspace's lease
+// holder) and never reused.
+type QueuedAction struct {
+	ID    uint64 `json:"id"`
+	Type  string `json:"type"`  // "observation" or "action"
+	State string `json:"state"` // recorded, pending, applied, failed, rejected, reverted
+	// Account is the GatekeeperAccount.ID whose gatekeeper instance produced the entry.
+	Account  string `json:"account"`
+	Package  string `json:"package"`
+	Resource string `json:"resource"`
+	// Caller is who the gatekeeper session served ("gadget:NAME"); empty outside a session.
+	Caller      string `json:"caller,omitempty"`
+	Session     uint64 `json:"session,omitempty"`
+	Title       string `json:"title"`
+	Description string `json:"description"`
+	// Action fields (zero for observations).
+	KindTag          string `json:"kindTag,omitempty"`
+	KindLabel        string `json:"kindLabel,omitempty"`
+	AutoApprovable   bool   `json:"autoApprovable,omitempty"`
+	ImplementsRevert bool   `json:"implementsRevert,omitempty"`
+	Payload          string `json:"payload,omitempty"`
+	// AutoApproved is set when a rule, not a person, approved the action.
+	AutoApproved bool      `json:"autoApproved,omitempty"`
+	Result       string    `json:"result,omitempty"`
+	Created      time.Time `json:"created"`
+}
+
+// ApprovalRule lets a workspace apply, without asking, the auto-approvable actions of kind
+// Kind from Owner's accounts on gatekeeper package Gatekeeper.
+type ApprovalRule struct {
+	Owner      string `json:"owner"`
+	Gatekeeper string `json:"gatekeeper"`
+	Kind       string `json:"kind"`
+}
+
+func (r ApprovalRule) key() []byte { return []byte(r.Owner + "\x00" + r.Gatekeeper + "\x00" + r.Kind) }
+
+func (r ApprovalRule) valid() bool {
+	for _, f := range []string{r.Owner, r.Gatekeeper, r.Kind} {
+		if f == "" || strings.ContainsRune(f, 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// PutAction creates or replaces entry a of the workspace's action log.
+func PutAction(a QueuedAction) Mutation { return Mutation{Kind: MutPutAction, Action: &a} }
+
+// PutRule adds an auto-approval rule to the workspace (adding one it has is a no-op).
+func PutRule(r ApprovalRule) Mutation { return Mutation{Kind: MutPutRule, Rule: &r} }
+
+// DeleteRule withdraws an auto-approval rule (a missing one is not an error).
+func DeleteRule(r ApprovalRule) Mutation { return Mutation{Kind: MutDeleteRule, Rule: &r} }
+
+// checkQueue refuses a queue mutation that cannot be applied.
+func (m Mutation) checkQueue() error {
+	switch m.Kind {
+	case MutPutAction:
+		if m.Action == nil || m.Action.ID == 0 {
+			return errors.New("action mutation without an action id")
+		}
+	case MutPutRule, MutDeleteRule:
+		if m.Rule == nil || !m.Rule.valid() {
+			return errors.New("rule mutation without owner, gatekeeper and kind")
+		}
+	}
+	return nil
+}
+
+// applyQueue writes one queue mutation into workspace bucket b.
+func applyQueue(b *bolt.Bucket, m Mutation) error {
+	switch m.Kind {
+	case MutPutAction:
+		ab, err := b.CreateBucketIfNotExists(subGKActions)
+		if err != nil {
+			return err
+		}
+		return putJSON(ab, binary.BigEndian.AppendUint64(nil, m.Action.ID), *m.Action)
+	case MutPutRule:
+		rb, err := b.CreateBucketIfNotExists(subGKRules)
+		if err != nil {
+			return err
+		}
+		return putJSON(rb, m.Rule.key(), *m.Rule)
+	case MutDeleteRule:
+		if rb := b.Bucket(subGKRules); rb != nil {
+			return rb.Delete(m.Rule.key())
+		}
+	}
+	return nil
+}
+
+// Actions implements WorkspaceStore.
+func (w *boltWS) Actions() ([]QueuedAction, error) {
+	var out []QueuedAction
+	err := w.view(func(b *bolt.Bucket) error {
+		ab := b.Bucket(subGKActions)
+		if ab == nil {
+			return nil
+		}
+		return forEachJSON(ab, func(a QueuedAction) error {
+			out = append(out, a)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read action log: %w", err)
+	}
+	return out, nil
+}
+
+// Rules implements WorkspaceStore.
+func (w *boltWS) Rules() ([]ApprovalRule, error) {
+	var out []ApprovalRule
+	err := w.view(func(b *bolt.Bucket) error {
+		rb := b.Bucket(subGKRules)
+		if rb == nil {
+			return nil
+		}
+		return forEachJSON(rb, func(r ApprovalRule) error {
+			out = append(out, r)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read approval rules: %w", err)
+	}
+	return out, nil
 }

@@ -54,3 +54,65 @@ func TestGatekeepersAndAccounts(t *testing.T) {
 		t.Fatalf("gatekeepers after removal: %+v %v", gs, err)
 	}
 }
+
+func TestApprovalQueueIsWorkspaceStateUnderTheLease(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a.db")
+	db := open(t, path)
+	ws, l := workspace(t, db)
+	other, _ := workspace(t, db)
+	rule := ApprovalRule{Owner: "u1", Gatekeeper: "sha256:aa", Kind: "add-note"}
+	pending := QueuedAction{ID: 2, Type: "action", State: "pending", Account: "acct_1", KindTag: "add-note", Payload: `{"op":"add"}`}
+	err := ws.Commit(ctx, []Mutation{
+		PutAction(QueuedAction{ID: 1, Type: "observation", State: "recorded", Account: "acct_1"}),
+		PutAction(pending), PutRule(rule), PutRule(ApprovalRule{Owner: "u1", Gatekeeper: "sha256:aa", Kind: "gone"}),
+		DeleteRule(ApprovalRule{Owner: "u1", Gatekeeper: "sha256:aa", Kind: "gone"}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Malformed queue mutations are refused whole.
+	for _, bad := range []Mutation{PutAction(QueuedAction{}), PutRule(ApprovalRule{Owner: "u1", Kind: "k"}), DeleteRule(ApprovalRule{Owner: "u\x00", Gatekeeper: "g", Kind: "k"})} {
+		if err := ws.Commit(ctx, []Mutation{PutAction(QueuedAction{ID: 3, State: "pending"}), bad}); err == nil {
+			t.Fatalf("malformed mutation %+v was committed", bad)
+		}
+	}
+	if acts, err := other.Actions(); err != nil || len(acts) != 0 {
+		t.Fatalf("another workspace sees %+v %v", acts, err)
+	}
+	// A newer lease fences the old holder's decisions.
+	w, _ := ws.Workspace()
+	newLease, err := db.Acquire(ctx, w.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decided := pending
+	decided.State = "applied"
+	if err := ws.Commit(ctx, []Mutation{PutAction(decided)}); !errors.Is(err, ErrFenced) || l.Epoch() >= newLease.Epoch() {
+		t.Fatalf("decision under the old lease: %v, want ErrFenced", err)
+	}
+	db.Close()
+
+	db = open(t, path) // the queue survives a reopen, per workspace
+	l, err = db.Acquire(ctx, w.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err = db.Open(ctx, w.ID, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acts, err := ws.Actions()
+	if err != nil || len(acts) != 2 || acts[0].ID != 1 || acts[1].State != "pending" || acts[1].Payload != pending.Payload {
+		t.Fatalf("actions after reopen: %+v %v", acts, err)
+	}
+	if rules, err := ws.Rules(); err != nil || len(rules) != 1 || rules[0] != rule {
+		t.Fatalf("rules after reopen: %+v %v", rules, err)
+	}
+	// Deleting the workspace deletes its queue.
+	if err := ws.Commit(ctx, []Mutation{DeleteWorkspace()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ws.Actions(); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("actions of a deleted workspace: %v", err)
+	}
+}

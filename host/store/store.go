@@ -326,6 +326,10 @@ type WorkspaceStore interface {
 	Usage(gadget GadgetID) (int64, error)
 	// Audit returns up to limit entries, newest first.
 	Audit(limit int) ([]AuditEntry, error)
+	// Actions returns the gatekeeper action log, in ID order.
+	Actions() ([]QueuedAction, error)
+	// Rules returns the auto-approval rules.
+	Rules() ([]ApprovalRule, error)
 	// Commit applies muts atomically, iff the lease's epoch is still the workspace's:
 	// otherwise it returns ErrFenced and writes nothing. It returns once muts are durable.
 	Commit(ctx context.Context, muts []Mutation) error
@@ -358,6 +362,9 @@ const (
 	MutDeleteWorkspace // everything in it
 	MutAppendAudit
 	MutPutCode
+	MutPutAction  // an entry of the gatekeeper action log
+	MutPutRule    // an auto-approval rule
+	MutDeleteRule // withdraw an auto-approval rule
 )
 
 // Mutation is one change inside a workspace; build them with the functions below.
@@ -369,6 +376,8 @@ type Mutation struct {
 	Record    *Gadget
 	Workspace *Workspace
 	Audit     *AuditEntry
+	Action    *QueuedAction
+	Rule      *ApprovalRule
 }
 
 // SetKV stores value under key in gadget g's state.
@@ -428,6 +437,8 @@ func (m Mutation) check() error {
 		if m.Audit == nil {
 			return errors.New("audit mutation without an entry")
 		}
+	case MutPutAction, MutPutRule, MutDeleteRule:
+		return m.checkQueue()
 	case MutDeleteWorkspace, MutPutCode:
 	default:
 		return fmt.Errorf("unknown mutation kind %d", m.Kind)

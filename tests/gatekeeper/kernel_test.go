@@ -359,3 +359,79 @@ func waitAction(t *testing.T, events <-chan map[string]any, id any, state string
 		}
 	}
 }
+
+// TestKernelQueueSurvivesRestart: pending actions, decisions and auto-approval rules are in
+// the data file; after a restart a pending action is approved through a fresh instance of
+// its account's gatekeeper and reaches the service, and new actions get new, higher ids.
+func TestKernelQueueSurvivesRestart(t *testing.T) {
+	ctx := context.Background()
+	svc := startService(t)
+	archive, err := gatekeeper.Pack(notesManifest(t, svc), guest(t, "gatekeepers/notes-go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(t.TempDir(), "atelier.db")
+	s := startServer(t, svc, data)
+	admin, alice := s.authed(t, s.adminToken(t)), s.user(t, "alice")
+	id := await(t, admin.Call(ctx, "installGatekeeper", archive)).(map[string]any)["id"].(string)
+	acctID := await(t, alice.Call(ctx, "connectAccount", id, svc.Origin+"/notebooks/work", map[string]any{"token": aliceToken})).(map[string]any)["id"].(string)
+	ws := alice.Call(ctx, "createWorkspace", "home")
+	wsID := await(t, ws.Call(ctx, "info")).(map[string]any)["id"]
+	grants := []any{"atelier:host/log", "atelier:host/kv", "atelier:host/events", "atelier:host/bindings"}
+	await(t, ws.Call(ctx, "createGadget", "reader", map[string]any{"server.js": callerJS}, grants))
+	await(t, ws.Call(ctx, "bindGatekeeper", "reader", "notes", acctID))
+	call := func(ws *capnweb.Promise, method string, args ...any) map[string]any {
+		return await(t, ws.Call(ctx, "gadget", "reader").Call(ctx, "connect").Call(ctx, "call", "notes", method, args)).(map[string]any)
+	}
+	notes := func() string { _, body := svc.direct(t, "GET", "/api/notebooks/work/notes", aliceToken); return body }
+
+	// Before the restart: one action rejected, one applied, a removal of the applied note
+	// left pending, and a rule auto-approving additions (it does not cover the removal, which
+	// therefore stays pending).
+	rejected := call(ws, "add", "groceries", "milk")["action"]
+	await(t, ws.Call(ctx, "rejectAction", rejected))
+	applied := call(ws, "add", "books", "a novel")["action"]
+	await(t, ws.Call(ctx, "approveAction", applied))
+	listed := await(t, ws.Call(ctx, "gadget", "reader").Call(ctx, "connect").Call(ctx, "call", "notes", "list", []any{})).([]any)
+	if len(listed) != 1 {
+		t.Fatalf("notes before the restart: %v", listed)
+	}
+	pending := call(ws, "remove", listed[0].(map[string]any)["id"])["action"]
+	await(t, ws.Call(ctx, "setAutoApprove", id, "add-note", true))
+	if !strings.Contains(notes(), "books") {
+		t.Fatalf("the removal was applied without a decision: %s", notes())
+	}
+	s.stop()
+
+	s = startServer(t, svc, data)
+	alice = s.login(t, "alice")
+	ws = alice.Call(ctx, "openWorkspace", wsID, "")
+	states := map[any]map[string]any{}
+	for _, a := range await(t, ws.Call(ctx, "listActions")).([]any) {
+		states[a.(map[string]any)["id"]] = a.(map[string]any)
+	}
+	if states[rejected]["state"] != "rejected" || states[applied]["state"] != "applied" || states[pending]["state"] != "pending" ||
+		states[pending]["kind"] != "remove-note" || states[pending]["caller"] != "gadget:reader" || states[pending]["account"] != acctID {
+		t.Fatalf("listActions after the restart: %v", states)
+	}
+	refused(t, ws.Call(ctx, "approveAction", rejected), "FAILED_PRECONDITION", "rejected")
+
+	// Approving the stored action applies its stored payload on the real service.
+	await(t, ws.Call(ctx, "approveAction", pending))
+	if strings.Contains(notes(), "books") {
+		t.Fatalf("the approved removal did not reach the service: %s", notes())
+	}
+	// The rule survived: a new addition is applied without asking, under a higher id.
+	auto := call(ws, "add", "auto", "by rule")["action"].(float64)
+	if auto <= pending.(float64) || !strings.Contains(notes(), "by rule") {
+		t.Fatalf("action %v after the restart (last before: %v); service: %s", auto, pending, notes())
+	}
+	for _, a := range await(t, ws.Call(ctx, "listActions")).([]any) {
+		if a := a.(map[string]any); a["id"] == auto && (a["state"] != "applied" || a["autoApproved"] != true) {
+			t.Fatalf("the auto-approved action: %v", a)
+		}
+	}
+	if !hasAudit(t, ws, "alice", "gatekeeper.approveAction") {
+		t.Fatal("the decision is not in the audit log")
+	}
+}
