@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"atelier/capnweb"
@@ -195,6 +196,25 @@ func await[T any](ctx context.Context, c *client, p *capnweb.Promise) (T, error)
 		return v, c.explain(err)
 	}
 	return v, nil
+}
+
+// printList prints items as JSON when asJSON is set, else as a table with the tab-separated
+// header and one row per item (row returns its tab-separated cells), or the empty message
+// when there are none.
+func printList[T any](w io.Writer, items []T, asJSON bool, empty, header string, row func(T) string) error {
+	if asJSON {
+		return printJSON(w, items)
+	}
+	if len(items) == 0 {
+		_, err := fmt.Fprintln(w, empty)
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for _, it := range items {
+		fmt.Fprintln(tw, row(it))
+	}
+	return tw.Flush()
 }
 
 // printJSON writes v as indented JSON.

@@ -239,20 +239,11 @@ func gadgetListCommand() command {
 				if err != nil {
 					return err
 				}
-				out := stdio(ctx).out
-				if *asJSON {
-					return printJSON(out, gs)
-				}
-				if len(gs) == 0 {
-					fmt.Fprintln(out, "No gadgets yet: deploy one with `atelier gadget deploy NAME FILE.wasm --grant ...`.")
-					return nil
-				}
-				tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "NAME\tVERSION\tVERSIONS\tGRANTS")
-				for _, g := range gs {
-					fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", g.Name, g.Current, len(g.Versions), strings.Join(g.Grants, ","))
-				}
-				return tw.Flush()
+				return printList(stdio(ctx).out, gs, *asJSON,
+					"No gadgets yet: deploy one with `atelier gadget deploy NAME FILE.wasm --grant ...`.",
+					"NAME\tVERSION\tVERSIONS\tGRANTS", func(g gadgetInfo) string {
+						return fmt.Sprintf("%s\t%d\t%d\t%s", g.Name, g.Current, len(g.Versions), strings.Join(g.Grants, ","))
+					})
 			}
 		},
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"text/tabwriter"
 )
 
 // gatekeeperInfo is an installed gatekeeper package as installGatekeeper and listGatekeepers
@@ -98,27 +97,18 @@ func gatekeeperListCommand() command {
 				if err != nil {
 					return err
 				}
-				out := stdio(ctx).out
-				if *asJSON {
-					return printJSON(out, gs)
-				}
-				if len(gs) == 0 {
-					fmt.Fprintln(out, "No gatekeepers installed: the admin installs one with `atelier gatekeeper install FILE`.")
-					return nil
-				}
-				tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "ID\tNAME\tVERSION\tVENDOR\tRESOURCES\tCREDENTIALS")
-				for _, g := range gs {
-					var res, creds []string
-					for _, r := range g.Resources {
-						res = append(res, r.Kind+" "+r.URLPattern)
-					}
-					for _, cr := range g.Credentials {
-						creds = append(creds, cr.Name)
-					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", g.ID, g.Name, g.Version, g.Vendor, strings.Join(res, ", "), strings.Join(creds, ", "))
-				}
-				return tw.Flush()
+				return printList(stdio(ctx).out, gs, *asJSON,
+					"No gatekeepers installed: the admin installs one with `atelier gatekeeper install FILE`.",
+					"ID\tNAME\tVERSION\tVENDOR\tRESOURCES\tCREDENTIALS", func(g gatekeeperInfo) string {
+						var res, creds []string
+						for _, r := range g.Resources {
+							res = append(res, r.Kind+" "+r.URLPattern)
+						}
+						for _, cr := range g.Credentials {
+							creds = append(creds, cr.Name)
+						}
+						return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", g.ID, g.Name, g.Version, g.Vendor, strings.Join(res, ", "), strings.Join(creds, ", "))
+					})
 			}
 		},
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"text/tabwriter"
 )
 
 // workspaceInfo is a workspace as listWorkspaces and Workspace.info describe it.
@@ -64,24 +63,16 @@ func workspaceListCommand() command {
 				if err != nil {
 					return err
 				}
-				out := stdio(ctx).out
-				if *asJSON {
-					return printJSON(out, ws)
-				}
-				if len(ws) == 0 {
-					fmt.Fprintln(out, "No workspaces yet: create one with `atelier workspace create NAME`.")
-					return nil
-				}
-				tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "\tID\tNAME\tROLE\tOWNER")
-				for _, w := range ws {
-					mark := ""
-					if w.ID == c.saved().Workspace {
-						mark = "*"
-					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", mark, w.ID, w.Name, w.Role, w.Owner)
-				}
-				return tw.Flush()
+				current := c.saved().Workspace
+				return printList(stdio(ctx).out, ws, *asJSON,
+					"No workspaces yet: create one with `atelier workspace create NAME`.",
+					"\tID\tNAME\tROLE\tOWNER", func(w workspaceInfo) string {
+						mark := ""
+						if w.ID == current {
+							mark = "*"
+						}
+						return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", mark, w.ID, w.Name, w.Role, w.Owner)
+					})
 			}
 		},
 	}
