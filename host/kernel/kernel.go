@@ -85,6 +85,10 @@ type Config struct {
 	GatekeeperRuntime *runtime.Runtime
 	// Extism runs gatekeeper packages of the extism format; nil refuses them.
 	Extism *extism.Engine
+	// ScheduleMinEvery is the shortest period a schedule may have (1 second).
+	ScheduleMinEvery time.Duration
+	// ScheduleTick is how often the scheduler looks for due schedules (250 ms).
+	ScheduleTick time.Duration
 	// KeyFile is the vault key that seals gatekeeper credentials, created (mode 0600) on
 	// first use. Keep it outside the data file (atelier serve: DATA.key); empty refuses
 	// connectAccount.
@@ -116,6 +120,12 @@ func (c Config) withDefaults() Config {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	if c.ScheduleMinEvery <= 0 {
+		c.ScheduleMinEvery = time.Second
+	}
+	if c.ScheduleTick <= 0 {
+		c.ScheduleTick = 250 * time.Millisecond
+	}
 	return c
 }
 
@@ -131,6 +141,7 @@ type Kernel struct {
 	guards   guards
 	gks      gatekeepers
 	vault    vaultKey
+	sched    scheduler
 
 	// js runs JS gadgets and executeCode snippets; compiled on first use (jsEngine).
 	jsOnce sync.Once
@@ -151,6 +162,7 @@ func New(cfg Config) *Kernel {
 	cfg = cfg.withDefaults()
 	k := &Kernel{cfg: cfg, log: cfg.Logger, st: cfg.Store, hub: newHub(cfg.Logger), guards: newGuards(cfg.Now), overseers: map[store.WorkspaceID]*overseer{}, gks: gatekeepers{gks: map[string]*gatekeeper.Gatekeeper{}}}
 	k.code = newCodeCache(k)
+	k.startScheduler()
 	return k
 }
 
@@ -195,8 +207,10 @@ func (k *Kernel) Bootstrap(ctx context.Context) (string, error) {
 	return tok, nil
 }
 
-// Close stops every overseer (calls in flight finish first) and every subscription.
+// Close stops the scheduler (its runs in flight are cancelled), every overseer (calls in
+// flight finish first) and every subscription.
 func (k *Kernel) Close() error {
+	k.stopScheduler()
 	k.mu.Lock()
 	k.closed = true
 	ovs := k.overseers

@@ -237,7 +237,9 @@ func (s *Bolt) apply(tx *bolt.Tx, r *commitReq) error {
 			err = putWorkspace(tx, ws)
 		case MutDeleteWorkspace:
 			if touched, err = deleteWorkspace(tx, b, r.ws, touched); err == nil {
-				return collectCode(tx, touched) // nothing after a deletion has a place to go
+				if err = dropScheduleIndex(tx, r.ws); err == nil {
+					return collectCode(tx, touched) // nothing after a deletion has a place to go
+				}
 			}
 		case MutAppendAudit:
 			ab := b.Bucket(subAudit)
@@ -250,6 +252,8 @@ func (s *Bolt) apply(tx *bolt.Tx, r *commitReq) error {
 			}
 		case MutPutAction, MutPutRule, MutDeleteRule:
 			err = applyQueue(b, m)
+		case MutPutSchedule, MutDeleteSchedule:
+			err = applySchedule(tx, b, r.ws, m)
 		case MutPutCode:
 			sha := codeSHA(m.Value)
 			if err = putCode(tx, sha, m.Value); err == nil {

@@ -290,6 +290,9 @@ type Store interface {
 	Accounts(ctx context.Context, owner string) ([]GatekeeperAccount, error)
 	DeleteAccount(ctx context.Context, id string) error
 
+	// DueSchedules lists every workspace's schedules due at or before before.
+	DueSchedules(ctx context.Context, before time.Time) ([]DueSchedule, error)
+
 	Close() error
 }
 
@@ -330,6 +333,8 @@ type WorkspaceStore interface {
 	Actions() ([]QueuedAction, error)
 	// Rules returns the auto-approval rules.
 	Rules() ([]ApprovalRule, error)
+	// Schedules returns the workspace's schedules, in ID order.
+	Schedules() ([]Schedule, error)
 	// Commit applies muts atomically, iff the lease's epoch is still the workspace's:
 	// otherwise it returns ErrFenced and writes nothing. It returns once muts are durable.
 	Commit(ctx context.Context, muts []Mutation) error
@@ -362,9 +367,11 @@ const (
 	MutDeleteWorkspace // everything in it
 	MutAppendAudit
 	MutPutCode
-	MutPutAction  // an entry of the gatekeeper action log
-	MutPutRule    // an auto-approval rule
-	MutDeleteRule // withdraw an auto-approval rule
+	MutPutAction      // an entry of the gatekeeper action log
+	MutPutRule        // an auto-approval rule
+	MutDeleteRule     // withdraw an auto-approval rule
+	MutPutSchedule    // a schedule of the workspace (and its next run in the server-wide index)
+	MutDeleteSchedule // cancel a schedule
 )
 
 // Mutation is one change inside a workspace; build them with the functions below.
@@ -378,6 +385,7 @@ type Mutation struct {
 	Audit     *AuditEntry
 	Action    *QueuedAction
 	Rule      *ApprovalRule
+	Schedule  *Schedule
 }
 
 // SetKV stores value under key in gadget g's state.
@@ -439,6 +447,8 @@ func (m Mutation) check() error {
 		}
 	case MutPutAction, MutPutRule, MutDeleteRule:
 		return m.checkQueue()
+	case MutPutSchedule, MutDeleteSchedule:
+		return m.checkSchedule()
 	case MutDeleteWorkspace, MutPutCode:
 	default:
 		return fmt.Errorf("unknown mutation kind %d", m.Kind)
