@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Runs every test of Atelier: formatting and vet, the Go tests (with the race detector on the
-# pure-Go packages), the interop tests against the official npm capnweb client, and a short
-# fuzzing pass over each fuzz target. Installs what a fresh machine lacks first.
+# Runs every test of Atelier: formatting and vet, the Go tests (among them the interop tests
+# against the official npm capnweb client, the end-to-end and crash tests against a real
+# `atelier serve`, and the gatekeepers against a real loopback service), the race detector on the
+# concurrent packages, and a short fuzzing pass over each fuzz target. Installs what a fresh
+# machine lacks first.
 #
-#   scripts/test.sh             everything (about 10 minutes on 2 cores)
+#   scripts/test.sh             everything (about 5 minutes on 2 cores with warm caches)
 #   FUZZTIME=0 scripts/test.sh  skip the fuzzing pass (seed corpora still run as tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,8 +28,8 @@ go vet ./...
 step "go test"
 go test -count=1 -timeout 20m ./...
 
-step "go test -race (pure-Go packages)"
-go test -count=1 -race -timeout 10m ./capnweb/... ./host/capability/...
+step "go test -race (Cap'n Web, capabilities, value conversion, store, auth, kernel)"
+go test -count=1 -race -timeout 10m ./capnweb/... ./host/capability/... ./host/runtime/wit ./host/store ./host/auth ./host/kernel
 
 fuzztime=${FUZZTIME:-10s}
 if [ "$fuzztime" != 0 ]; then
