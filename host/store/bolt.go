@@ -179,6 +179,26 @@ func putJSON(b *bolt.Bucket, key []byte, v any) error {
 }
 
 // forEachJSON decodes every value of b into a new T and calls fn.
+// listJSON returns every record of the workspace's sub-bucket sub, in key order (none when the
+// bucket was never written); what names the records in errors.
+func listJSON[T any](w *boltWS, sub []byte, what string) ([]T, error) {
+	var out []T
+	err := w.view(func(b *bolt.Bucket) error {
+		sb := b.Bucket(sub)
+		if sb == nil {
+			return nil
+		}
+		return forEachJSON(sb, func(x T) error {
+			out = append(out, x)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return out, nil
+}
+
 func forEachJSON[T any](b *bolt.Bucket, fn func(T) error) error {
 	return b.ForEach(func(k, v []byte) error {
 		var x T

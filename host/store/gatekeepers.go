@@ -295,38 +295,10 @@ func applyQueue(b *bolt.Bucket, m Mutation) error {
 
 // Actions implements WorkspaceStore.
 func (w *boltWS) Actions() ([]QueuedAction, error) {
-	var out []QueuedAction
-	err := w.view(func(b *bolt.Bucket) error {
-		ab := b.Bucket(subGKActions)
-		if ab == nil {
-			return nil
-		}
-		return forEachJSON(ab, func(a QueuedAction) error {
-			out = append(out, a)
-			return nil
-		})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read action log: %w", err)
-	}
-	return out, nil
+	return listJSON[QueuedAction](w, subGKActions, "read action log")
 }
 
 // Rules implements WorkspaceStore.
 func (w *boltWS) Rules() ([]ApprovalRule, error) {
-	var out []ApprovalRule
-	err := w.view(func(b *bolt.Bucket) error {
-		rb := b.Bucket(subGKRules)
-		if rb == nil {
-			return nil
-		}
-		return forEachJSON(rb, func(r ApprovalRule) error {
-			out = append(out, r)
-			return nil
-		})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read approval rules: %w", err)
-	}
-	return out, nil
+	return listJSON[ApprovalRule](w, subGKRules, "read approval rules")
 }

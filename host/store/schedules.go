@@ -117,21 +117,7 @@ func dropScheduleIndex(tx *bolt.Tx, ws WorkspaceID) error {
 
 // Schedules implements WorkspaceStore.
 func (w *boltWS) Schedules() ([]Schedule, error) {
-	var out []Schedule
-	err := w.view(func(b *bolt.Bucket) error {
-		sb := b.Bucket(subSchedules)
-		if sb == nil {
-			return nil
-		}
-		return forEachJSON(sb, func(s Schedule) error {
-			out = append(out, s)
-			return nil
-		})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read schedules: %w", err)
-	}
-	return out, nil
+	return listJSON[Schedule](w, subSchedules, "read schedules")
 }
 
 // DueSchedules lists every workspace's schedules due at or before before, from the index.
