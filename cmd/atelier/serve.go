@@ -1,8 +1,6 @@
 package main
 
 import (
-	"atelier/host/capability/kv"
-	hostlog "atelier/host/capability/log"
 	"atelier/host/capability/outboundhttp"
 	"atelier/host/gatekeeper"
 	"atelier/host/gatekeeper/extism"
@@ -150,7 +148,7 @@ func gatekeeperEngines(cacheDir string, logger *slog.Logger) (*runtime.Runtime, 
 		return nil, nil, fmt.Errorf("start gatekeeper runtime: %w", err)
 	}
 	rt, err := runtime.New(runtime.Config{CacheDir: cacheDir, Logger: logger,
-		Interfaces: append(ifaces, hostlog.New(), kv.New(kv.Limits{}))})
+		Interfaces: ifaces})
 	if err != nil {
 		return nil, nil, fmt.Errorf("start gatekeeper runtime: %w", err)
 	}

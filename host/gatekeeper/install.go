@@ -42,14 +42,15 @@ func Grants() []string {
 	return append(runtime.WASIBaseline(), outboundhttp.Grant, approvals.Grant, kv.Grant, log.Grant)
 }
 
-// Interfaces returns the host interfaces gatekeepers need beyond those gadgets already have
-// (kv, log): add them to runtime.Config.Interfaces of the runtime that runs gatekeepers.
+// Interfaces returns every host interface Grants names (outbound HTTP, approvals, kv, log): the
+// runtime.Config.Interfaces of the runtime that runs gatekeepers. That runtime is theirs alone,
+// so that outbound HTTP and approvals can never be granted to a gadget.
 func Interfaces(egress outboundhttp.Options) ([]runtime.HostInterface, error) {
 	out, err := outboundhttp.New(egress)
 	if err != nil {
 		return nil, err
 	}
-	return []runtime.HostInterface{out, approvals.New()}, nil
+	return []runtime.HostInterface{out, approvals.New(), kv.New(kv.Limits{}), log.New()}, nil
 }
 
 // Vendor is the gatekeeper's description of itself.

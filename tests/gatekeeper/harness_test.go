@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"atelier/host/capability/kv"
-	"atelier/host/capability/log"
 	"atelier/host/capability/outboundhttp"
 	"atelier/host/gatekeeper"
 	"atelier/host/runtime"
@@ -149,7 +147,7 @@ func newRuntime(t testing.TB, opts outboundhttp.Options) *runtime.Runtime {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := runtime.New(runtime.Config{CacheDir: t.TempDir(), Interfaces: append(gk, log.New(), kv.New(kv.Limits{}))})
+	rt, err := runtime.New(runtime.Config{CacheDir: t.TempDir(), Interfaces: gk})
 	if err != nil {
 		t.Fatal(err)
 	}
