@@ -145,32 +145,36 @@ func (s *Server) Close() {
 	<-s.exited
 }
 
-// userHZ is the unit of the CPU times in /proc/PID/stat (USER_HZ, 100 on every Linux platform
-// Go supports).
-const userHZ = 100
+// UserHZ is the unit of the CPU times in /proc (USER_HZ, 100 on every Linux platform Go
+// supports).
+const UserHZ = 100
 
 // CPUTime returns the user plus system CPU time the server process has used so far. It reads
 // /proc, so it works on Linux only.
-func (s *Server) CPUTime() (time.Duration, error) {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+func (s *Server) CPUTime() (time.Duration, error) { return ProcessCPU(s.cmd.Process.Pid) }
+
+// ProcessCPU returns the user plus system CPU time process pid has used so far, from
+// /proc/PID/stat (Linux only).
+func ProcessCPU(pid int) (time.Duration, error) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, fmt.Errorf("server CPU time: %w", err)
+		return 0, fmt.Errorf("CPU time of process %d: %w", pid, err)
 	}
 	// The command name (field 2) may hold spaces; the fields after it start past its ')'.
 	_, rest, ok := strings.Cut(string(stat), ") ")
 	fields := strings.Fields(rest)
 	if !ok || len(fields) < 13 {
-		return 0, fmt.Errorf("server CPU time: malformed /proc stat %q", stat)
+		return 0, fmt.Errorf("CPU time of process %d: malformed /proc stat %q", pid, stat)
 	}
 	var ticks int64
 	for _, f := range fields[11:13] { // utime and stime, fields 14 and 15 of the whole line
 		n, err := strconv.ParseInt(f, 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("server CPU time: %w", err)
+			return 0, fmt.Errorf("CPU time of process %d: %w", pid, err)
 		}
 		ticks += n
 	}
-	return time.Duration(ticks) * time.Second / userHZ, nil
+	return time.Duration(ticks) * time.Second / UserHZ, nil
 }
 
 // RunNode runs `node script args...` in nodeDir and returns its stdout. A non-zero exit status

@@ -28,6 +28,7 @@ import (
 	"atelier/host/runtime"
 	"atelier/host/store"
 	"atelier/sdk/guesttest"
+	capnwebtests "atelier/tests/capnweb"
 )
 
 // inProcess is a kernel over a real bbolt file served by the real gateway on a loopback
@@ -283,33 +284,12 @@ func cpuTime(b *testing.B) time.Duration {
 // processCPU returns the CPU time (user and system) process pid has used so far, from
 // /proc/PID/stat (clock ticks of 10ms, so measure runs of a second or more).
 func processCPU(b *testing.B, pid int) time.Duration {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	d, err := capnwebtests.ProcessCPU(pid)
 	if err != nil {
-		b.Fatalf("read the CPU time of process %d: %v", pid, err)
+		b.Fatal(err)
 	}
-	// The fields after the command name (which may hold spaces) end with ')'; utime and stime
-	// are fields 14 and 15 of the line, so 12 and 13 after it.
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		b.Fatalf("/proc/%d/stat: unexpected format %q", pid, stat)
-	}
-	fields := strings.Fields(string(stat[i+1:]))
-	if len(fields) < 13 {
-		b.Fatalf("/proc/%d/stat: unexpected format %q", pid, stat)
-	}
-	var ticks int64
-	for _, f := range fields[11:13] {
-		n, err := strconv.ParseInt(f, 10, 64)
-		if err != nil {
-			b.Fatalf("/proc/%d/stat: bad CPU time %q", pid, f)
-		}
-		ticks += n
-	}
-	return time.Duration(ticks) * (time.Second / clockTicks)
+	return d
 }
-
-// clockTicks is the kernel's USER_HZ, the unit of /proc/PID/stat times (100 on Linux).
-const clockTicks = 100
 
 // reportPercentiles reports the p50 and p99 of ds as p50-ns and p99-ns.
 func reportPercentiles(b *testing.B, ds []time.Duration) {

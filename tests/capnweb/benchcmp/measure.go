@@ -318,8 +318,5 @@ func machineBusy() (time.Duration, error) {
 			ticks += n
 		}
 	}
-	return time.Duration(ticks) * time.Second / userHZ, nil
+	return time.Duration(ticks) * time.Second / capnweb.UserHZ, nil
 }
-
-// userHZ is the unit of /proc/stat (USER_HZ, 100 on every Linux platform Go supports).
-const userHZ = 100
