@@ -91,8 +91,14 @@ func (p *promiseHook) whenSettled(cb func(any, error)) {
 }
 
 func (p *promiseHook) call(path []any, args []any, isCall bool) hook {
-	r := newPromiseHook(p.s)
-	p.whenSettled(func(v any, err error) {
+	return callWhenSettled(p.s, p, path, args, isCall)
+}
+
+// callWhenSettled returns a promise for calling (or reading) path on the value of h once h
+// settles, applied locally; args are disposed if h fails.
+func callWhenSettled(s *Session, h interface{ whenSettled(func(any, error)) }, path []any, args []any, isCall bool) hook {
+	r := newPromiseHook(s)
+	h.whenSettled(func(v any, err error) {
 		if err != nil {
 			disposeValue(args)
 			r.settle(nil, err)

@@ -1070,16 +1070,7 @@ func (h *importHook) call(path []any, args []any, isCall bool) hook {
 	if e.resolvedRemote || e.releaseSent {
 		// The peer has answered; follow the answer locally.
 		s.mu.Unlock()
-		r := newPromiseHook(s)
-		h.whenSettled(func(v any, err error) {
-			if err != nil {
-				disposeValue(args)
-				r.settle(nil, err)
-				return
-			}
-			r.resolveWith(applyToValue(v, path, args, isCall))
-		})
-		return r
+		return callWhenSettled(s, h, path, args, isCall)
 	}
 	s.mu.Unlock()
 	return h.push(func(b []byte, enc *encState) ([]byte, error) {
