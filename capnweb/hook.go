@@ -26,14 +26,17 @@ type hook interface {
 
 // promiseHook is a local pending result: a running call, a property read or an awaited value.
 type promiseHook struct {
-	s        *Session
-	mu       sync.Mutex
-	settled  bool
-	val      any
-	err      error
-	waiters  []func(any, error)
-	refs     int
-	onCancel func() // cancels the computation if the promise is dropped before settling
+	s       *Session
+	mu      sync.Mutex
+	settled bool
+	// delivering is set while settle runs the waiters: a waiter added meanwhile queues behind
+	// them, so calls on the promise keep their order (E-order) across its settling.
+	delivering bool
+	val        any
+	err        error
+	waiters    []func(any, error)
+	refs       int
+	onCancel   func() // cancels the computation if the promise is dropped before settling
 }
 
 func newPromiseHook(s *Session) *promiseHook { return &promiseHook{s: s, refs: 1} }
@@ -56,13 +59,19 @@ func (p *promiseHook) settle(v any, err error) {
 		return
 	}
 	p.settled, p.val, p.err, p.onCancel = true, v, err, nil
-	ws := p.waiters
-	p.waiters = nil
 	dead := p.refs <= 0
-	p.mu.Unlock()
-	for _, w := range ws {
-		w(v, err)
+	p.delivering = true
+	for len(p.waiters) > 0 {
+		ws := p.waiters
+		p.waiters = nil
+		p.mu.Unlock()
+		for _, w := range ws {
+			w(v, err)
+		}
+		p.mu.Lock()
 	}
+	p.delivering = false
+	p.mu.Unlock()
 	if dead {
 		disposeValue(v)
 	}
@@ -80,7 +89,7 @@ func (p *promiseHook) resolveWith(v any, err error) {
 
 func (p *promiseHook) whenSettled(cb func(any, error)) {
 	p.mu.Lock()
-	if !p.settled {
+	if !p.settled || p.delivering {
 		p.waiters = append(p.waiters, cb)
 		p.mu.Unlock()
 		return
