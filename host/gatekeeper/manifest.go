@@ -48,7 +48,24 @@ type Manifest struct {
 	Resources []ResourcePattern `json:"resources"`
 	// AutoApprovable lists the action kind tags that user rules may approve without asking.
 	AutoApprovable []string `json:"autoApprovable,omitempty"`
+	// Session declares the session API that Code Mode snippets (agents, users) call. A
+	// gatekeeper without it serves gadgets only: their bindings call any method by name.
+	Session *SessionAPI `json:"session,omitempty"`
 }
+
+// SessionAPI is a gatekeeper's session API as Code Mode shows it: `env.NAME.method(...)` for
+// each of Methods, typed by the TypeScript interface Type that the component's
+// typescript-types declares.
+type SessionAPI struct {
+	// Methods are the session's method names (JavaScript identifiers).
+	Methods []string `json:"methods"`
+	// Type names the interface in typescript-types that declares them ("Notebook"); empty
+	// declares each method as taking and returning unknown values.
+	Type string `json:"type,omitempty"`
+}
+
+// maxSessionMethods bounds SessionAPI.Methods.
+const maxSessionMethods = 256
 
 // ComponentRef pins the package's component by content.
 type ComponentRef struct {
@@ -87,6 +104,7 @@ var (
 	tokenPattern = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$")
 	hostPattern  = regexp.MustCompile(`^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]{1,5})?$|^\[[0-9a-f:.]+\](:[0-9]{1,5})?$`)
 	hexSHA256    = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	identPattern = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]{0,63}$`)
 	// A parameter's value in a resource URL: unreserved characters only, so that nothing
 	// percent-encoded or path-like can slip into an egress prefix.
 	paramValue = regexp.MustCompile(`^[A-Za-z0-9_~-][A-Za-z0-9._~-]*$`)
@@ -181,6 +199,21 @@ func (m *Manifest) Validate() error {
 			bad("autoApprovable: %q is not a unique action kind tag", t)
 		}
 		tags[t] = true
+	}
+	if s := m.Session; s != nil {
+		if len(s.Methods) == 0 || len(s.Methods) > maxSessionMethods {
+			bad("session.methods: want 1 to %d method names", maxSessionMethods)
+		}
+		seen := map[string]bool{}
+		for _, name := range s.Methods {
+			if !identPattern.MatchString(name) || seen[name] {
+				bad("session.methods: %q is not a unique JavaScript identifier (at most 64 characters)", name)
+			}
+			seen[name] = true
+		}
+		if s.Type != "" && !identPattern.MatchString(s.Type) {
+			bad("session.type %q: want a TypeScript interface name", s.Type)
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -32,6 +32,10 @@ func TestManifestValidate(t *testing.T) {
 		{"dot segment", func(m *Manifest) { m.Resources[0].Egress = []string{"https://api.notes.example/../:nb"} }, "segment"},
 		{"no resources", func(m *Manifest) { m.Resources = nil }, "resources"},
 		{"tag", func(m *Manifest) { m.AutoApprovable = []string{"Add Note"} }, "autoApprovable"},
+		{"no session methods", func(m *Manifest) { m.Session = &SessionAPI{} }, "session.methods"},
+		{"session method name", func(m *Manifest) { m.Session = &SessionAPI{Methods: []string{"list", "drop table"}} }, "drop table"},
+		{"session method twice", func(m *Manifest) { m.Session = &SessionAPI{Methods: []string{"list", "list"}} }, `"list"`},
+		{"session type", func(m *Manifest) { m.Session = &SessionAPI{Methods: []string{"list"}, Type: "Note<T>"} }, "session.type"},
 	} {
 		m := manifest()
 		m.Component.SHA256 = strings.Repeat("a", 64)

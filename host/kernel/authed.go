@@ -172,8 +172,11 @@ func (a *Authed) CreateAgent(ctx context.Context, name string, scope store.Agent
 		if e.Role != store.RoleBuild && e.Role != store.RoleUse {
 			return nil, fail(CodeInvalidArgument, "create agent: role %q for workspace %s: want build or use", e.Role, id)
 		}
-		if len(e.Gadgets) == 0 {
-			return nil, fail(CodeInvalidArgument, "create agent: workspace %s lists no gadgets (use [\"*\"] for all)", id)
+		if len(e.Gadgets) == 0 && len(e.Gatekeepers) == 0 {
+			return nil, fail(CodeInvalidArgument, "create agent: workspace %s lists no gadgets (use [\"*\"] for all) and no gatekeepers", id)
+		}
+		if err := a.k.validGatekeeperBindings(ctx, a.p.userID, e.Gatekeepers); err != nil {
+			return nil, wrapErr(err, "create agent: workspace %s", id)
 		}
 		err := a.k.withOverseer(ctx, id, func(ov *overseer) error {
 			role, err := ov.roleOf(a.p)

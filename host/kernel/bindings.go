@@ -3,6 +3,7 @@ package kernel
 import (
 	"context"
 	"slices"
+	"time"
 
 	"atelier/host/capability/bindings"
 	"atelier/host/runtime"
@@ -27,19 +28,15 @@ func withCaller(ctx context.Context, id store.GadgetID) context.Context {
 type bindingCaller struct{ a *actor }
 
 // CallBinding implements bindings.Caller: it resolves the binding in the caller's current
-// record and calls the target's export (or its gatekeeper session, gkbindings.go), refusing a call back into a gadget already in the
-// chain (which would wait for itself).
+// record and calls the target's export (or its gatekeeper session, gkbindings.go), refusing
+// a call back into a gadget already in the chain (which would wait for itself).
 func (b bindingCaller) CallBinding(ctx context.Context, name, method string, args []any) (any, error) {
 	ov := b.a.ov
 	g, err := ov.gadget(b.a.id)
 	if err != nil {
 		return nil, err
 	}
-	timeout := ov.k.cfg.Limits.Timeout
-	if timeout <= 0 {
-		timeout = runtime.DefaultTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, ov.k.callTimeout())
 	defer cancel()
 	if account, ok := g.Gatekeepers[name]; ok {
 		return ov.callGatekeeper(ctx, g, name, account, method, args)
@@ -64,4 +61,12 @@ func (b bindingCaller) CallBinding(ctx context.Context, name, method string, arg
 		return nil, err
 	}
 	return a.call(ctx, fn.name, args)
+}
+
+// callTimeout bounds one call of a binding: Config.Limits.Timeout, or the runtime's default.
+func (k *Kernel) callTimeout() time.Duration {
+	if t := k.cfg.Limits.Timeout; t > 0 {
+		return t
+	}
+	return runtime.DefaultTimeout
 }

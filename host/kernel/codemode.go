@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"atelier/host/kernel/tsdecl"
-	"atelier/host/runtime"
 	"atelier/host/store"
 	"atelier/jsruntime"
 )
@@ -34,6 +33,9 @@ type CodeOptions struct {
 	TimeoutMs int `json:"timeoutMs"`
 	// TypeScript strips types from the snippet first.
 	TypeScript bool `json:"typescript"`
+	// Gatekeepers binds the caller's gatekeeper accounts for this run, by binding name
+	// (name -> account id); users only (an agent's come from its scope).
+	Gatekeepers map[string]string `json:"gatekeepers"`
 }
 
 // CodeResult is what a snippet did: its value, or the error it failed with, and its console.
@@ -59,14 +61,32 @@ type ConsoleLine struct {
 	Text  string `json:"text"`
 }
 
-// BindingInfo describes one binding of a Code Mode env.
+// BindingInfo describes one binding of a Code Mode env: a gadget, or a gatekeeper account.
 type BindingInfo struct {
-	// Name is the binding's name in env (bindingNames).
+	// Name is the binding's name in env (bindingNames, or the name the agent's scope or the
+	// snippet's options give a gatekeeper account).
 	Name string `json:"name"`
-	// Gadget is the gadget it calls.
-	Gadget string `json:"gadget"`
-	// Methods are the gadget's exported functions (RPC names).
+	// Gadget is the gadget it calls ("" for a gatekeeper).
+	Gadget string `json:"gadget,omitempty"`
+	// Gatekeeper, Account and Resource name the gatekeeper account it calls ("" for a gadget).
+	Gatekeeper string `json:"gatekeeper,omitempty"`
+	Account    string `json:"account,omitempty"`
+	Resource   string `json:"resource,omitempty"`
+	// Methods are the gadget's exported functions (RPC names) or the gatekeeper's session
+	// methods.
 	Methods []string `json:"methods"`
+}
+
+// envBinding is one binding of a Code Mode env: a gadget (codeBinding) or a gatekeeper
+// account (gatekeeperBinding, gkcode.go).
+type envBinding interface {
+	jsruntime.Binding
+	// info describes it for listBindings.
+	info() BindingInfo
+	// declare returns its TypeScript declarations for describeBinding.
+	declare(ctx context.Context) (string, error)
+	// close releases what it started, once the snippet has ended.
+	close()
 }
 
 // codeBinding is one gadget handed to a snippet: a jsruntime.Binding whose calls run on the
@@ -79,20 +99,38 @@ type codeBinding struct {
 	log    *callLog
 }
 
-var _ jsruntime.Binding = (*codeBinding)(nil)
+var (
+	_ envBinding = (*codeBinding)(nil)
+	_ envBinding = (*gatekeeperBinding)(nil)
+)
 
 // Methods implements jsruntime.Binding.
 func (b *codeBinding) Methods() []string { return slices.Sorted(maps.Keys(b.sf.exports)) }
+
+// info describes the binding for listBindings.
+func (b *codeBinding) info() BindingInfo {
+	return BindingInfo{Name: b.name, Gadget: b.gadget.Name, Methods: b.Methods()}
+}
+
+// declare returns TypeScript declarations generated from the gadget's WIT exports, in the
+// JSON value mapping that snippets see.
+func (b *codeBinding) declare(context.Context) (string, error) {
+	header := fmt.Sprintf("// env.%s calls gadget %q of workspace %s.\n", b.name, b.gadget.Name, b.w.id)
+	if b.sf.items == nil {
+		return header + tsdecl.DeclareUntyped(b.name, b.Methods()), nil
+	}
+	return header + tsdecl.Declare(b.name, b.sf.items, tsdecl.JSON), nil
+}
+
+// close has nothing to release: a gadget binding holds no instance of its own, and the
+// snippet's scope revokes it (jsruntime).
+func (*codeBinding) close() {}
 
 // Call implements jsruntime.Binding: the call runs like a connect() call of the caller's (role
 // and agent scope checked now, output gate respected), bounded by the call timeout.
 func (b *codeBinding) Call(ctx context.Context, method string, args []any) (any, error) {
 	b.log.add(b.name + "." + method)
-	timeout := b.w.k.cfg.Limits.Timeout
-	if timeout <= 0 {
-		timeout = runtime.DefaultTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, b.w.k.callTimeout())
 	defer cancel()
 	var res any
 	err := b.w.enter(ctx, store.RoleUse, "call", func(ov *overseer) error {
@@ -172,11 +210,14 @@ func bindingNames(gadgets []string) map[string]string {
 }
 
 // codeBindings returns the caller's bindings in the workspace, by binding name: every gadget
-// for a user (any role: bindings only call), the gadgets of its scope for an agent. Their
-// methods come from the code (surfaceOf): no instance starts until a snippet calls one. A
-// gadget whose code does not load is left out (its load error is logged).
-func (w *Workspace) codeBindings(ctx context.Context, log *callLog) (map[string]*codeBinding, error) {
-	out := map[string]*codeBinding{}
+// for a user (any role: bindings only call), the gadgets of its scope for an agent; then the
+// gatekeeper accounts of an agent's scope, or those a user names in gatekeepers (gkcode.go).
+// Gadget methods come from the code (surfaceOf): no instance starts until a snippet calls
+// one. A gadget whose code does not load is left out (its load error is logged), and so is
+// one whose binding name an agent's gatekeeper binding takes; a user's gatekeeper binding may
+// not take a gadget's name.
+func (w *Workspace) codeBindings(ctx context.Context, log *callLog, gatekeepers map[string]string) (map[string]envBinding, error) {
+	out := map[string]envBinding{}
 	err := w.enter(ctx, store.RoleUse, "executeCode", func(ov *overseer) error {
 		gs, err := ov.gadgetsOf(w.p)
 		if err != nil {
@@ -200,27 +241,44 @@ func (w *Workspace) codeBindings(ctx context.Context, log *callLog) (map[string]
 		}
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	if w.p.agent != nil {
+		gatekeepers = w.p.agent.Scope.Workspaces[w.id].Gatekeepers
+	}
+	gks, err := w.gatekeeperBindings(ctx, gatekeepers, log)
+	if err != nil {
+		return nil, err
+	}
+	for name, b := range gks {
+		if g, ok := out[name].(*codeBinding); ok {
+			if w.p.agent == nil {
+				return nil, fail(CodeInvalidArgument, "gatekeeper binding %q: gadget %s has that binding name; pick another", name, g.gadget.Name)
+			}
+			w.k.log.Warn("executeCode: a gatekeeper binding of the agent's scope takes a gadget's binding name; the gadget is left out of env", "workspace", w.id, "agent", w.p.name(), "binding", name, "gadget", g.gadget.Name)
+		}
+		out[name] = b
+	}
+	return out, nil
 }
 
 // listBindings describes the caller's bindings, sorted by name.
 func (w *Workspace) listBindings(ctx context.Context) ([]BindingInfo, error) {
-	bs, err := w.codeBindings(ctx, &callLog{})
+	bs, err := w.codeBindings(ctx, &callLog{}, nil)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]BindingInfo, 0, len(bs))
 	for _, name := range slices.Sorted(maps.Keys(bs)) {
-		b := bs[name]
-		out = append(out, BindingInfo{Name: name, Gadget: b.gadget.Name, Methods: b.Methods()})
+		out = append(out, bs[name].info())
 	}
 	return out, nil
 }
 
-// describeBinding returns TypeScript declarations of one of the caller's bindings, in the JSON
-// value mapping that snippets see.
+// describeBinding returns TypeScript declarations of one of the caller's bindings.
 func (w *Workspace) describeBinding(ctx context.Context, name string) (string, error) {
-	bs, err := w.codeBindings(ctx, &callLog{})
+	bs, err := w.codeBindings(ctx, &callLog{}, nil)
 	if err != nil {
 		return "", err
 	}
@@ -228,11 +286,7 @@ func (w *Workspace) describeBinding(ctx context.Context, name string) (string, e
 	if !ok {
 		return "", fail(CodeNotFound, "no binding %q in your env here (see listBindings)", name)
 	}
-	header := fmt.Sprintf("// env.%s calls gadget %q of workspace %s.\n", name, b.gadget.Name, w.id)
-	if b.sf.items == nil {
-		return header + tsdecl.DeclareUntyped(name, b.Methods()), nil
-	}
-	return header + tsdecl.Declare(name, b.sf.items, tsdecl.JSON), nil
+	return b.declare(ctx)
 }
 
 // executeCode runs a snippet with the caller's bindings and audits it; via names the front end
@@ -245,11 +299,24 @@ func (w *Workspace) executeCode(ctx context.Context, code string, opts CodeOptio
 	if opts.TimeoutMs < 0 || timeout > maxSnippetTimeout {
 		return CodeResult{}, fail(CodeInvalidArgument, "executeCode: timeoutMs %d: want 0 (default %v) to %d", opts.TimeoutMs, jsruntime.DefaultTimeout, maxSnippetTimeout.Milliseconds())
 	}
+	if len(opts.Gatekeepers) > 0 {
+		if w.p.agent != nil {
+			return CodeResult{}, fail(CodeForbidden, "executeCode: an agent's gatekeeper bindings come from its scope, not from options")
+		}
+		if err := w.k.validGatekeeperBindings(ctx, w.p.userID, opts.Gatekeepers); err != nil {
+			return CodeResult{}, wrapErr(err, "executeCode")
+		}
+	}
 	log := &callLog{}
-	bs, err := w.codeBindings(ctx, log)
+	bs, err := w.codeBindings(ctx, log, opts.Gatekeepers)
 	if err != nil {
 		return CodeResult{}, err
 	}
+	defer func() {
+		for _, b := range bs {
+			b.close()
+		}
+	}()
 	eng, err := w.k.jsEngine(ctx)
 	if err != nil {
 		return CodeResult{}, err

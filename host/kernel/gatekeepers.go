@@ -36,7 +36,10 @@ type GatekeeperInfo struct {
 	// Resources are the kinds of resource an account can be granted, with their URL patterns.
 	Resources      []gatekeeper.ResourcePattern `json:"resources"`
 	AutoApprovable []string                     `json:"autoApprovable"`
-	Installed      time.Time                    `json:"installed"`
+	// Session is the session API Code Mode snippets call (null: the gatekeeper serves gadget
+	// bindings only).
+	Session   *gatekeeper.SessionAPI `json:"session"`
+	Installed time.Time              `json:"installed"`
 }
 
 // GatekeeperCredential names one credential of a package.
@@ -51,7 +54,7 @@ func gatekeeperInfo(rec store.GatekeeperRecord) (GatekeeperInfo, error) {
 		return GatekeeperInfo{}, fmt.Errorf("gatekeeper %s: corrupt manifest: %w", rec.ID, err)
 	}
 	info := GatekeeperInfo{ID: rec.ID, Name: rec.Name, Version: rec.Version, Vendor: rec.Vendor, Format: rec.Format, Size: rec.Size,
-		Credentials: []GatekeeperCredential{}, Resources: m.Resources, AutoApprovable: m.AutoApprovable, Installed: rec.Created}
+		Credentials: []GatekeeperCredential{}, Resources: m.Resources, AutoApprovable: m.AutoApprovable, Session: m.Session, Installed: rec.Created}
 	for _, c := range m.Credentials {
 		info.Credentials = append(info.Credentials, GatekeeperCredential{Name: c.Name, Description: c.Description})
 	}

@@ -86,10 +86,16 @@ func (ov *overseer) callGatekeeper(ctx context.Context, g store.Gadget, name, ac
 		}
 		return nil, wrapErr(err, "binding %q", name)
 	}
-	l, err := ov.links.get(key, account, func() (*link, error) { return ov.startLink(ctx, g.Name, acct) })
+	l, err := ov.links.get(key, account, func() (*link, error) { return ov.openLink(ctx, "gadget:"+g.Name, acct) })
 	if err != nil {
 		return nil, wrapErr(err, "binding %q", name)
 	}
+	return invokeSession(ctx, l.sess, name, method, args)
+}
+
+// invokeSession calls method of a gatekeeper session with args as the JSON array the session
+// API takes, and decodes its JSON result; name is the binding, for errors.
+func invokeSession(ctx context.Context, sess *gatekeeper.Session, name, method string, args []any) (any, error) {
 	if args == nil {
 		args = []any{}
 	}
@@ -97,7 +103,7 @@ func (ov *overseer) callGatekeeper(ctx context.Context, g store.Gadget, name, ac
 	if err != nil {
 		return nil, fail(CodeInvalidArgument, "binding %q: arguments are not JSON: %v", name, err)
 	}
-	out, err := l.sess.Call(ctx, method, string(in))
+	out, err := sess.Call(ctx, method, string(in))
 	if err != nil {
 		return nil, &Error{Code: CodeGadgetError, Msg: "binding " + name + ": " + method + ": " + err.Error(), Err: err}
 	}
@@ -122,13 +128,14 @@ func (ov *overseer) startInstance(ctx context.Context, acct store.GatekeeperAcco
 	return gk.Start(ctx, gatekeeper.Account{Name: acct.ID, Resource: acct.Resource, Credentials: creds, Queue: ov.queue, Limits: ov.k.cfg.Limits})
 }
 
-// startLink starts an instance of the account's gatekeeper and opens a session for the gadget.
-func (ov *overseer) startLink(ctx context.Context, gadget string, acct store.GatekeeperAccount) (*link, error) {
+// openLink starts an instance of the account's gatekeeper and opens a session for caller
+// ("gadget:NAME", or a principal's name).
+func (ov *overseer) openLink(ctx context.Context, caller string, acct store.GatekeeperAccount) (*link, error) {
 	inst, err := ov.startInstance(ctx, acct)
 	if err != nil {
 		return nil, err
 	}
-	sess, err := inst.OpenSession(ctx, "gadget:"+gadget)
+	sess, err := inst.OpenSession(ctx, caller)
 	if err != nil {
 		inst.Close()
 		return nil, err

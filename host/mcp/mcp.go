@@ -133,7 +133,11 @@ func listBindings(ctx context.Context, req *gomcp.CallToolRequest, in ListBindin
 	var b strings.Builder
 	fmt.Fprintf(&b, "env of workspace %s (call as `await env.NAME.method(...)`):\n", ws)
 	for _, x := range bs {
-		fmt.Fprintf(&b, "- %s (gadget %q): %s\n", x.Name, x.Gadget, strings.Join(x.Methods, ", "))
+		what := fmt.Sprintf("gadget %q", x.Gadget)
+		if x.Gatekeeper != "" {
+			what = fmt.Sprintf("gatekeeper %q on %s; changes wait for approval", x.Gatekeeper, x.Resource)
+		}
+		fmt.Fprintf(&b, "- %s (%s): %s\n", x.Name, what, strings.Join(x.Methods, ", "))
 	}
 	res := text(b.String())
 	res.StructuredContent = map[string]any{"workspace": ws, "bindings": bs}

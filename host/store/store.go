@@ -137,10 +137,12 @@ type AgentScope struct {
 }
 
 // ScopeEntry is an agent's access to one workspace: at most Role, on the named gadgets ("*":
-// all of them).
+// all of them), and Gatekeepers: the owner's gatekeeper accounts the agent's Code Mode env
+// holds there, by binding name (name -> account id).
 type ScopeEntry struct {
-	Role    Role     `json:"role"`
-	Gadgets []string `json:"gadgets"`
+	Role        Role              `json:"role"`
+	Gadgets     []string          `json:"gadgets"`
+	Gatekeepers map[string]string `json:"gatekeepers,omitempty"`
 }
 
 // Workspace is a unit of ownership and sharing.

@@ -1,0 +1,189 @@
+package kernel
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"atelier/host/gatekeeper"
+	"atelier/host/kernel/tsdecl"
+	"atelier/host/store"
+)
+
+// Gatekeepers in Code Mode: a snippet's env may hold gatekeeper accounts next to gadgets. An
+// agent gets those its scope names for the workspace (ScopeEntry.Gatekeepers), a user those
+// it names in executeCode's options; either way the accounts are the user's own. env.NAME is
+// a session of the account's gatekeeper opened for the caller (queue entries and audit lines
+// name it), started on the first call and closed when the snippet ends. Only gatekeepers
+// whose manifest declares a session API (Manifest.Session) can be bound: its methods are the
+// binding's methods.
+
+// gatekeeperBinding is one gatekeeper account handed to a snippet.
+type gatekeeperBinding struct {
+	w       *Workspace
+	name    string
+	account store.GatekeeperAccount
+	gk      *gatekeeper.Gatekeeper
+	log     *callLog
+
+	mu     sync.Mutex
+	l      *link // started by the first call
+	closed bool
+}
+
+// Methods implements jsruntime.Binding: the methods the manifest's session API declares.
+func (b *gatekeeperBinding) Methods() []string { return b.gk.Package.Manifest.Session.Methods }
+
+// Call implements jsruntime.Binding: the caller's role, agent scope and account are checked
+// again, then method runs on the binding's session, bounded by the call timeout.
+func (b *gatekeeperBinding) Call(ctx context.Context, method string, args []any) (any, error) {
+	b.log.add(b.name + "." + method)
+	if !slices.Contains(b.Methods(), method) {
+		return nil, fail(CodeNotFound, "%s has no method %q", b.name, method)
+	}
+	ctx, cancel := context.WithTimeout(ctx, b.w.k.callTimeout())
+	defer cancel()
+	var res any
+	err := b.w.enter(ctx, store.RoleUse, "call", func(ov *overseer) error {
+		if err := b.w.p.checkAccount(ctx, b.w.id, b.name, b.account.ID); err != nil {
+			return err
+		}
+		l, err := b.session(ctx, ov)
+		if err != nil {
+			return err
+		}
+		res, err = invokeSession(ctx, l.sess, b.name, method, args)
+		return err
+	})
+	if err != nil {
+		return nil, wrapErr(err, "%s.%s", b.name, method)
+	}
+	return res, nil
+}
+
+// session returns the binding's live session, opening one for the caller on first use.
+func (b *gatekeeperBinding) session(ctx context.Context, ov *overseer) (*link, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil, fail(CodeFailedPrecondition, "binding %q: the snippet has ended", b.name)
+	}
+	if b.l == nil {
+		l, err := ov.openLink(ctx, b.w.p.name(), b.account)
+		if err != nil {
+			return nil, wrapErr(err, "binding %q", b.name)
+		}
+		b.l = l
+	}
+	return b.l, nil
+}
+
+// close ends the binding's session and instance; later calls fail.
+func (b *gatekeeperBinding) close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = true
+	if b.l != nil {
+		b.l.inst.Close()
+		b.l = nil
+	}
+}
+
+// info describes the binding for listBindings.
+func (b *gatekeeperBinding) info() BindingInfo {
+	return BindingInfo{Name: b.name, Gatekeeper: b.gk.Package.Manifest.Name, Account: b.account.ID, Resource: b.account.Resource, Methods: b.Methods()}
+}
+
+// declare returns TypeScript declarations of the binding: the gatekeeper's own types, then
+// env.NAME as the session interface the manifest names.
+func (b *gatekeeperBinding) declare(ctx context.Context) (string, error) {
+	s := b.gk.Package.Manifest.Session
+	header := fmt.Sprintf("// env.%s calls gatekeeper %q on %s with account %s: reads are recorded, changes wait in the workspace's approval queue.\n",
+		b.name, b.gk.Package.Manifest.Name, b.account.Resource, b.account.ID)
+	if s.Type == "" {
+		return header + tsdecl.DeclareUntyped(b.name, s.Methods), nil
+	}
+	var types string
+	err := b.w.enter(ctx, store.RoleUse, "describeBinding", func(ov *overseer) error {
+		inst, err := ov.startInstance(ctx, b.account)
+		if err != nil {
+			return err
+		}
+		defer inst.Close()
+		types, err = inst.TypeScriptTypes(ctx)
+		return err
+	})
+	if err != nil {
+		return "", wrapErr(err, "describe binding %q", b.name)
+	}
+	return fmt.Sprintf("%s%s\ndeclare const %s: %s;\n", header, types, b.name, s.Type), nil
+}
+
+// checkAccount refuses a gatekeeper binding name -> account that p may no longer use: the
+// account was disconnected or is not p's owner's, or (for an agent) its scope does not bind
+// it under name in workspace ws.
+func (p *principal) checkAccount(ctx context.Context, ws store.WorkspaceID, name, account string) error {
+	if p.agent != nil && p.agent.Scope.Workspaces[ws].Gatekeepers[name] != account {
+		return fail(CodeForbidden, "agent %s may not use gatekeeper binding %q (outside its scope)", p.agent.Name, name)
+	}
+	acct, err := p.k.st.Account(ctx, account)
+	if err != nil || acct.Owner != p.userID {
+		return fail(CodeFailedPrecondition, "binding %q: its gatekeeper account was disconnected", name)
+	}
+	return nil
+}
+
+// gatekeeperBindings resolves the gatekeeper bindings of a snippet (name -> account id) to
+// accounts of p's user whose gatekeepers declare a session API.
+func (w *Workspace) gatekeeperBindings(ctx context.Context, want map[string]string, log *callLog) (map[string]*gatekeeperBinding, error) {
+	out := make(map[string]*gatekeeperBinding, len(want))
+	for name, id := range want {
+		if err := w.p.checkAccount(ctx, w.id, name, id); err != nil {
+			return nil, err
+		}
+		acct, gk, err := w.k.bindableAccount(ctx, w.p.userID, name, id)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = &gatekeeperBinding{w: w, name: name, account: acct, gk: gk, log: log}
+	}
+	return out, nil
+}
+
+// validGatekeeperBindings checks the gatekeeper bindings a user names (for an agent's scope or
+// one snippet): their number, names and accounts.
+func (k *Kernel) validGatekeeperBindings(ctx context.Context, userID string, bindings map[string]string) error {
+	if len(bindings) > maxCodeGatekeepers {
+		return fail(CodeInvalidArgument, "%d gatekeeper bindings: at most %d", len(bindings), maxCodeGatekeepers)
+	}
+	for name, id := range bindings {
+		if err := validName("binding", name); err != nil {
+			return err
+		}
+		if _, _, err := k.bindableAccount(ctx, userID, name, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bindableAccount returns account id of user userID and its gatekeeper, which must declare a
+// session API; name is the binding, for errors.
+func (k *Kernel) bindableAccount(ctx context.Context, userID, name, id string) (store.GatekeeperAccount, *gatekeeper.Gatekeeper, error) {
+	acct, err := k.st.Account(ctx, id)
+	if err != nil || acct.Owner != userID {
+		return store.GatekeeperAccount{}, nil, fail(CodeNotFound, "gatekeeper binding %q: you have no account %q (see listAccounts)", name, id)
+	}
+	gk, err := k.gatekeeper(ctx, acct.Gatekeeper)
+	if err != nil {
+		return store.GatekeeperAccount{}, nil, wrapErr(err, "gatekeeper binding %q", name)
+	}
+	if gk.Package.Manifest.Session == nil {
+		return store.GatekeeperAccount{}, nil, fail(CodeFailedPrecondition, "gatekeeper binding %q: gatekeeper %s declares no session API for Code Mode (its manifest has no \"session\"); bind it to a gadget instead", name, gk.Package.Manifest.Name)
+	}
+	return acct, gk, nil
+}
+
+// maxCodeGatekeepers bounds the gatekeeper bindings of one scope entry or snippet.
+const maxCodeGatekeepers = 32
