@@ -115,7 +115,7 @@ func invokeSession(ctx context.Context, sess *gatekeeper.Session, name, method s
 }
 
 // startInstance starts an instance of the account's gatekeeper whose observations and
-// actions go to the workspace's queue.
+// actions go to the workspace's queue and whose kv is the account's durable state.
 func (ov *overseer) startInstance(ctx context.Context, acct store.GatekeeperAccount) (*gatekeeper.Instance, error) {
 	gk, err := ov.k.gatekeeper(ctx, acct.Gatekeeper)
 	if err != nil {
@@ -125,7 +125,8 @@ func (ov *overseer) startInstance(ctx context.Context, acct store.GatekeeperAcco
 	if err != nil {
 		return nil, err
 	}
-	return gk.Start(ctx, gatekeeper.Account{Name: acct.ID, Resource: acct.Resource, Credentials: creds, Queue: ov.queue, Limits: ov.k.cfg.Limits})
+	state := &accountKV{st: ov.k.st, account: acct.ID, quota: ov.k.cfg.GadgetQuota}
+	return gk.Start(ctx, gatekeeper.Account{Name: acct.ID, Resource: acct.Resource, Credentials: creds, Queue: ov.queue, Store: state, Limits: ov.k.cfg.Limits})
 }
 
 // openLink starts an instance of the account's gatekeeper and opens a session for caller

@@ -120,6 +120,9 @@ func (s *Bolt) DeleteGatekeeper(_ context.Context, id string) error {
 			if err := tx.Bucket(bucketGKAccounts).Delete(a); err != nil {
 				return err
 			}
+			if err := deleteAccountState(tx, a); err != nil {
+				return err
+			}
 		}
 		if err := tx.Bucket(bucketGKArchives).Delete([]byte(id)); err != nil {
 			return err
@@ -183,6 +186,9 @@ func (s *Bolt) DeleteAccount(_ context.Context, id string) error {
 		b := tx.Bucket(bucketGKAccounts)
 		if b.Get([]byte(id)) == nil {
 			return ErrNotFound
+		}
+		if err := deleteAccountState(tx, []byte(id)); err != nil {
+			return err
 		}
 		return b.Delete([]byte(id))
 	})

@@ -291,6 +291,11 @@ type Store interface {
 	// Accounts lists the accounts of user owner.
 	Accounts(ctx context.Context, owner string) ([]GatekeeperAccount, error)
 	DeleteAccount(ctx context.Context, id string) error
+	// AccountState, ListAccountState and UpdateAccountState read and change an account's own
+	// kv state (gkstate.go); it is deleted with the account.
+	AccountState(ctx context.Context, account, key string) ([]byte, bool, error)
+	ListAccountState(ctx context.Context, account, prefix string, limit int) ([]StateEntry, error)
+	UpdateAccountState(ctx context.Context, account string, ops []StateOp, quota int64) error
 
 	// DueSchedules lists every workspace's schedules due at or before before.
 	DueSchedules(ctx context.Context, before time.Time) ([]DueSchedule, error)

@@ -1,8 +1,9 @@
 //go:build wasip1
 
 // Command probe is a hostile gatekeeper for tests (wit/probe.wit). Its session API lets the
-// test make it fetch any URL with any headers, observe and submit anything; its debug exports
-// hand its whole linear memory to the test, which searches it for the user's credential.
+// test make it fetch any URL with any headers, observe and submit anything, and remember and
+// recall values in its kv; its debug exports hand its whole linear memory to the test, which
+// searches it for the user's credential.
 package main
 
 import (
@@ -107,6 +108,23 @@ func (probe) Invoke(session uint64, method, args string) (string, error) {
 			AutoApprovable: auto, Payload: tag,
 		})
 		return fmt.Sprint(id), err
+	case "remember":
+		var arr []string
+		if err := json.Unmarshal([]byte(args), &arr); err != nil || len(arr) != 2 {
+			return "", fmt.Errorf("remember wants [key, value]")
+		}
+		return `"ok"`, host.Set(arr[0], []byte(arr[1]))
+	case "recall":
+		var arr []string
+		if err := json.Unmarshal([]byte(args), &arr); err != nil || len(arr) != 1 {
+			return "", fmt.Errorf("recall wants [key]")
+		}
+		v, ok, err := host.Get(arr[0])
+		if err != nil || !ok {
+			return "null", err
+		}
+		b, err := json.Marshal(string(v))
+		return string(b), err
 	}
 	return "", fmt.Errorf("unknown method %q", method)
 }
