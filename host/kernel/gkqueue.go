@@ -19,7 +19,9 @@ import (
 // (together with its audit line, naming the caller the session was opened for,
 // "gadget:NAME") before the call that made it returns, so pending actions and rules survive a
 // restart. A decision starts a fresh instance of the account's gatekeeper and hands it the
-// stored payload, so it needs nothing the submitting instance kept.
+// stored payload, so it needs nothing the submitting instance kept. Memory holds only the
+// newest entries (recentActions) and the pending actions; older entries are read from the
+// store page by page (listActions' before).
 type queue struct {
 	ov *overseer
 
@@ -27,10 +29,20 @@ type queue struct {
 	// store in ID order and memory never runs ahead of it.
 	mu       sync.Mutex
 	loaded   bool
-	entries  []store.QueuedAction // in ID order
+	lastID   uint64
+	recent   []store.QueuedAction // the newest recentActions entries, in ID order
+	pending  []store.QueuedAction // the actions waiting for a decision, in ID order
 	rules    map[store.ApprovalRule]bool
 	deciding map[uint64]bool // actions being applied or rejected
 }
+
+// Bounds of the action log in memory and per page.
+const (
+	// recentActions entries are kept in memory and sent to subscribeActions subscribers.
+	recentActions = 100
+	// maxActionsPage bounds listActions' limit.
+	maxActionsPage = 1000
+)
 
 func newQueue(ov *overseer) *queue {
 	return &queue{ov: ov, rules: map[store.ApprovalRule]bool{}, deciding: map[uint64]bool{}}
@@ -41,7 +53,11 @@ func (q *queue) load() error {
 	if q.loaded {
 		return nil
 	}
-	entries, err := q.ov.ws.Actions()
+	recent, err := q.ov.ws.ActionsBefore(0, recentActions)
+	if err != nil {
+		return fmt.Errorf("load approval queue: %w", err)
+	}
+	pending, err := q.ov.ws.PendingActions()
 	if err != nil {
 		return fmt.Errorf("load approval queue: %w", err)
 	}
@@ -52,8 +68,38 @@ func (q *queue) load() error {
 	for _, r := range rules {
 		q.rules[r] = true
 	}
-	q.entries, q.loaded = entries, true
+	q.recent, q.pending, q.loaded = recent, pending, true
+	if n := len(recent); n > 0 {
+		q.lastID = recent[n-1].ID
+	}
 	return nil
+}
+
+// keep records e, just committed, in memory; q.mu must be held.
+func (q *queue) keep(e store.QueuedAction) {
+	if i, ok := findEntry(q.recent, e.ID); ok {
+		q.recent[i] = e
+	} else if e.ID > q.lastID {
+		q.lastID = e.ID
+		q.recent = append(q.recent, e)
+		if len(q.recent) > recentActions {
+			q.recent = slices.Delete(q.recent, 0, len(q.recent)-recentActions)
+		}
+	}
+	i, found := findEntry(q.pending, e.ID)
+	switch {
+	case e.State == store.StatePending && found:
+		q.pending[i] = e
+	case e.State == store.StatePending:
+		q.pending = slices.Insert(q.pending, i, e)
+	case found:
+		q.pending = slices.Delete(q.pending, i, i+1)
+	}
+}
+
+// findEntry returns the position of entry id in entries (in ID order), or where it would go.
+func findEntry(entries []store.QueuedAction, id uint64) (int, bool) {
+	return slices.BinarySearchFunc(entries, id, func(e store.QueuedAction, id uint64) int { return cmp.Compare(e.ID, id) })
 }
 
 // locked runs fn with q.mu held and the queue loaded.
@@ -69,15 +115,12 @@ func (q *queue) locked(fn func() error) error {
 // add commits a new entry under the next ID together with muts, then keeps it.
 func (q *queue) add(ctx context.Context, e store.QueuedAction, muts func(id uint64) []store.Mutation) (uint64, error) {
 	err := q.locked(func() error {
-		e.ID = 1
-		if n := len(q.entries); n > 0 {
-			e.ID = q.entries[n-1].ID + 1
-		}
+		e.ID = q.lastID + 1
 		e.Created = time.Now().UTC()
 		if err := q.ov.write(ctx, append(muts(e.ID), store.PutAction(e))...); err != nil {
 			return err
 		}
-		q.entries = append(q.entries, e)
+		q.keep(e)
 		return nil
 	})
 	if err != nil {
@@ -87,32 +130,26 @@ func (q *queue) add(ctx context.Context, e store.QueuedAction, muts func(id uint
 	return e.ID, nil
 }
 
-// index returns the position of entry id; q.mu must be held.
-func (q *queue) index(id uint64) int {
-	i, ok := slices.BinarySearchFunc(q.entries, id, func(e store.QueuedAction, id uint64) int { return cmp.Compare(e.ID, id) })
-	if !ok {
-		return -1
-	}
-	return i
-}
-
 // take marks pending action id as being decided and returns a copy of it.
 func (q *queue) take(id uint64) (store.QueuedAction, error) {
 	var e store.QueuedAction
 	err := q.locked(func() error {
-		i := q.index(id)
+		i, ok := findEntry(q.pending, id)
 		switch {
-		case i < 0:
-			return fmt.Errorf("no entry %d", id)
-		case q.entries[i].Type != string(gatekeeper.Acted):
-			return fmt.Errorf("entry %d is an observation", id)
 		case q.deciding[id]:
 			return fmt.Errorf("action %d is being decided", id)
-		case q.entries[i].State != string(gatekeeper.Pending):
-			return fmt.Errorf("action %d is %s, not pending", id, q.entries[i].State)
+		case !ok:
+			old, err := q.entry(id)
+			if err != nil {
+				return err
+			}
+			if old.Type != string(gatekeeper.Acted) {
+				return fmt.Errorf("entry %d is an observation", id)
+			}
+			return fmt.Errorf("action %d is %s, not pending", id, old.State)
 		}
 		q.deciding[id] = true
-		e = q.entries[i]
+		e = q.pending[i]
 		return nil
 	})
 	return e, err
@@ -126,7 +163,7 @@ func (q *queue) settle(ctx context.Context, e store.QueuedAction, muts []store.M
 		if err := q.ov.write(ctx, append(muts, store.PutAction(e))...); err != nil {
 			return fmt.Errorf("record decision on action %d: %w", e.ID, err)
 		}
-		q.entries[q.index(e.ID)] = e
+		q.keep(e)
 		return nil
 	})
 }
@@ -189,36 +226,77 @@ func (q *queue) reject(ctx context.Context, id uint64, muts ...store.Mutation) e
 // actionsTopic is the hub topic of a workspace's queue changes.
 func actionsTopic(ws store.WorkspaceID) string { return "actions/" + string(ws) }
 
-// changed publishes the action log to the workspace's subscribeActions subscribers.
+// changed publishes the newest entries and the pending actions to the workspace's
+// subscribeActions subscribers.
 func (q *queue) changed() {
 	topic := actionsTopic(q.ov.id)
 	if !q.ov.k.hub.watched(topic) {
 		return
 	}
-	if list, err := q.list(); err == nil {
-		q.ov.k.hub.publish(topic, map[string]any{"actions": list})
+	var recent, pending []ActionInfo
+	err := q.locked(func() error {
+		recent, pending = actionInfos(q.recent), actionInfos(q.pending)
+		return nil
+	})
+	if err == nil {
+		q.ov.k.hub.publish(topic, map[string]any{"actions": recent, "pending": pending})
 	}
 }
 
-// list returns the action log.
-func (q *queue) list() ([]ActionInfo, error) {
-	out := []ActionInfo{}
+// list returns a page of the action log (ActionsQuery).
+func (q *queue) list(query ActionsQuery) ([]ActionInfo, error) {
+	var out []ActionInfo
 	err := q.locked(func() error {
-		for _, e := range q.entries {
-			out = append(out, ActionInfo{ID: e.ID, Type: e.Type, State: e.State, Account: e.Account, Resource: e.Resource,
-				Caller: e.Caller, Title: e.Title, Description: e.Description, Kind: e.KindTag, AutoApproved: e.AutoApproved, Result: e.Result})
+		if query.Pending {
+			out = actionInfos(q.pending)
+			return nil
 		}
-		return nil
+		if query.Before == 0 && query.Limit <= len(q.recent) {
+			out = actionInfos(q.recent[len(q.recent)-query.Limit:])
+			return nil
+		}
+		page, err := q.ov.ws.ActionsBefore(query.Before, query.Limit)
+		out = actionInfos(page)
+		return err
 	})
 	return out, err
+}
+
+// actionInfos describes entries.
+func actionInfos(entries []store.QueuedAction) []ActionInfo {
+	out := make([]ActionInfo, len(entries))
+	for i, e := range entries {
+		out[i] = ActionInfo{ID: e.ID, Type: e.Type, State: e.State, Account: e.Account, Resource: e.Resource,
+			Caller: e.Caller, Title: e.Title, Description: e.Description, Kind: e.KindTag, AutoApproved: e.AutoApproved, Result: e.Result}
+	}
+	return out
+}
+
+// entry returns entry id, from memory or the store; q.mu must be held.
+func (q *queue) entry(id uint64) (store.QueuedAction, error) {
+	if i, ok := findEntry(q.pending, id); ok {
+		return q.pending[i], nil
+	}
+	if i, ok := findEntry(q.recent, id); ok {
+		return q.recent[i], nil
+	}
+	page, err := q.ov.ws.ActionsBefore(id+1, 1)
+	if err != nil {
+		return store.QueuedAction{}, err
+	}
+	if len(page) == 0 || page[0].ID != id {
+		return store.QueuedAction{}, fmt.Errorf("no entry %d", id)
+	}
+	return page[0], nil
 }
 
 // accountOf returns the account action id would act with ("" when there is no such action).
 func (q *queue) accountOf(id uint64) (string, error) {
 	var account string
 	err := q.locked(func() error {
-		if i := q.index(id); i >= 0 && q.entries[i].Type == string(gatekeeper.Acted) {
-			account = q.entries[i].Account
+		e, err := q.entry(id)
+		if err == nil && e.Type == string(gatekeeper.Acted) {
+			account = e.Account
 		}
 		return nil
 	})
@@ -274,13 +352,11 @@ func (q *queue) nextAuto(acct store.GatekeeperAccount) (uint64, bool, error) {
 		ok bool
 	)
 	err := q.locked(func() error {
-		i := slices.IndexFunc(q.entries, func(e store.QueuedAction) bool {
-			return e.Type == string(gatekeeper.Acted) && e.Account == acct.ID && e.State == string(gatekeeper.Pending)
-		})
+		i := slices.IndexFunc(q.pending, func(e store.QueuedAction) bool { return e.Account == acct.ID })
 		if i < 0 {
 			return nil
 		}
-		e := q.entries[i]
+		e := q.pending[i]
 		rule := store.ApprovalRule{Owner: acct.Owner, Gatekeeper: acct.Gatekeeper, Kind: e.KindTag}
 		id, ok = e.ID, !q.deciding[e.ID] && e.AutoApprovable && q.rules[rule]
 		return nil
@@ -341,18 +417,37 @@ type ActionInfo struct {
 	Result       string `json:"result,omitempty"`
 }
 
-// ListActions lists the workspace's observations and actions in order (use role).
-func (w *Workspace) ListActions(ctx context.Context) ([]ActionInfo, error) {
+// ActionsQuery selects a page of the action log.
+type ActionsQuery struct {
+	// Before: only entries with smaller IDs (0: up to the newest).
+	Before uint64 `json:"before"`
+	// Limit is the page size (default 100, at most 1000); the page holds the newest entries
+	// that match, in ID order.
+	Limit int `json:"limit"`
+	// Pending lists every action waiting for a decision instead (Before and Limit unused).
+	Pending bool `json:"pending"`
+}
+
+// ListActions lists a page of the workspace's observations and actions, in ID order (use
+// role): the newest 100 by default; page back with before = the first ID of a page.
+func (w *Workspace) ListActions(ctx context.Context, query ActionsQuery) ([]ActionInfo, error) {
+	if query.Limit == 0 {
+		query.Limit = recentActions
+	}
+	if query.Limit < 0 || query.Limit > maxActionsPage {
+		return nil, fail(CodeInvalidArgument, "listActions: limit %d: want 1 to %d", query.Limit, maxActionsPage)
+	}
 	var out []ActionInfo
 	err := w.enter(ctx, store.RoleUse, "listActions", func(ov *overseer) error {
 		var err error
-		out, err = ov.queue.list()
+		out, err = ov.queue.list(query)
 		return wrapErr(err, "listActions")
 	})
 	return out, err
 }
 
-// SubscribeActions calls cb({actions}) with the whole action log after every change to it.
+// SubscribeActions calls cb({actions, pending}) after every change to the action log: the
+// newest 100 entries and every action waiting for a decision.
 func (w *Workspace) SubscribeActions(ctx context.Context, cb *capnweb.Stub) (*Subscription, error) {
 	return w.subscribe(ctx, store.RoleUse, "subscribeActions", actionsTopic(w.id), store.Gadget{}, cb)
 }

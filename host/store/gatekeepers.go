@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -202,6 +203,7 @@ func (s *Bolt) DeleteAccount(_ context.Context, id string) error {
 // by the first commit that writes to them, so workspaces made before them need no migration.
 var (
 	subGKActions = []byte("gkactions") // big-endian action id -> QueuedAction
+	subGKPending = []byte("gkpending") // big-endian action id -> nothing, for each pending action
 	subGKRules   = []byte("gkrules")   // owner NUL gatekeeper NUL kind -> ApprovalRule
 )
 
@@ -284,7 +286,20 @@ func applyQueue(b *bolt.Bucket, m Mutation) error {
 		if err != nil {
 			return err
 		}
-		return putJSON(ab, binary.BigEndian.AppendUint64(nil, m.Action.ID), *m.Action)
+		pb, err := pendingIndex(b)
+		if err != nil {
+			return err
+		}
+		key := binary.BigEndian.AppendUint64(nil, m.Action.ID)
+		if m.Action.State == StatePending {
+			err = pb.Put(key, nil)
+		} else {
+			err = pb.Delete(key)
+		}
+		if err != nil {
+			return err
+		}
+		return putJSON(ab, key, *m.Action)
 	case MutPutRule:
 		rb, err := b.CreateBucketIfNotExists(subGKRules)
 		if err != nil {
@@ -299,9 +314,98 @@ func applyQueue(b *bolt.Bucket, m Mutation) error {
 	return nil
 }
 
-// Actions implements WorkspaceStore.
-func (w *boltWS) Actions() ([]QueuedAction, error) {
-	return listJSON[QueuedAction](w, subGKActions, "read action log")
+// StatePending is QueuedAction.State of an action waiting for a decision.
+const StatePending = "pending"
+
+// pendingIndex returns the workspace's index of pending actions, creating it on first use
+// from the action log (files written before the index have pending actions without it).
+func pendingIndex(b *bolt.Bucket) (*bolt.Bucket, error) {
+	if pb := b.Bucket(subGKPending); pb != nil {
+		return pb, nil
+	}
+	pb, err := b.CreateBucket(subGKPending)
+	if err != nil {
+		return nil, err
+	}
+	ab := b.Bucket(subGKActions)
+	if ab == nil {
+		return pb, nil
+	}
+	return pb, ab.ForEach(func(k, v []byte) error {
+		var a QueuedAction
+		if err := json.Unmarshal(v, &a); err != nil {
+			return fmt.Errorf("corrupt action %x: %w", k, err)
+		}
+		if a.State == StatePending {
+			return pb.Put(k, nil)
+		}
+		return nil
+	})
+}
+
+// ActionsBefore implements WorkspaceStore.
+func (w *boltWS) ActionsBefore(before uint64, limit int) ([]QueuedAction, error) {
+	var out []QueuedAction
+	err := w.view(func(b *bolt.Bucket) error {
+		ab := b.Bucket(subGKActions)
+		if ab == nil || limit <= 0 {
+			return nil
+		}
+		c := ab.Cursor()
+		k, v := c.Last()
+		if before > 0 {
+			if k, _ = c.Seek(binary.BigEndian.AppendUint64(nil, before)); k == nil {
+				k, v = c.Last()
+			} else {
+				k, v = c.Prev()
+			}
+		}
+		for ; k != nil && len(out) < limit; k, v = c.Prev() {
+			var a QueuedAction
+			if err := json.Unmarshal(v, &a); err != nil {
+				return fmt.Errorf("corrupt action %x: %w", k, err)
+			}
+			out = append(out, a)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read action log: %w", err)
+	}
+	slices.Reverse(out)
+	return out, nil
+}
+
+// PendingActions implements WorkspaceStore.
+func (w *boltWS) PendingActions() ([]QueuedAction, error) {
+	var out []QueuedAction
+	err := w.view(func(b *bolt.Bucket) error {
+		ab := b.Bucket(subGKActions)
+		if ab == nil {
+			return nil
+		}
+		pb := b.Bucket(subGKPending)
+		if pb == nil { // a file from before the index: scan the log
+			return forEachJSON(ab, func(a QueuedAction) error {
+				if a.State == StatePending {
+					out = append(out, a)
+				}
+				return nil
+			})
+		}
+		return pb.ForEach(func(k, _ []byte) error {
+			var a QueuedAction
+			if err := getJSON(ab, k, &a); err != nil {
+				return fmt.Errorf("pending action %x: %w", k, err)
+			}
+			out = append(out, a)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read pending actions: %w", err)
+	}
+	return out, nil
 }
 
 // Rules implements WorkspaceStore.

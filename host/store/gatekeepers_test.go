@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"path/filepath"
+	"slices"
 	"testing"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 func TestGatekeepersAndAccounts(t *testing.T) {
@@ -76,7 +79,7 @@ func TestApprovalQueueIsWorkspaceStateUnderTheLease(t *testing.T) {
 			t.Fatalf("malformed mutation %+v was committed", bad)
 		}
 	}
-	if acts, err := other.Actions(); err != nil || len(acts) != 0 {
+	if acts, err := other.ActionsBefore(0, 10); err != nil || len(acts) != 0 {
 		t.Fatalf("another workspace sees %+v %v", acts, err)
 	}
 	// A newer lease fences the old holder's decisions.
@@ -101,9 +104,12 @@ func TestApprovalQueueIsWorkspaceStateUnderTheLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acts, err := ws.Actions()
+	acts, err := ws.ActionsBefore(0, 10)
 	if err != nil || len(acts) != 2 || acts[0].ID != 1 || acts[1].State != "pending" || acts[1].Payload != pending.Payload {
 		t.Fatalf("actions after reopen: %+v %v", acts, err)
+	}
+	if acts, err := ws.PendingActions(); err != nil || len(acts) != 1 || acts[0].ID != 2 {
+		t.Fatalf("pending actions after reopen: %+v %v", acts, err)
 	}
 	if rules, err := ws.Rules(); err != nil || len(rules) != 1 || rules[0] != rule {
 		t.Fatalf("rules after reopen: %+v %v", rules, err)
@@ -112,7 +118,78 @@ func TestApprovalQueueIsWorkspaceStateUnderTheLease(t *testing.T) {
 	if err := ws.Commit(ctx, []Mutation{DeleteWorkspace()}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ws.Actions(); !errors.Is(err, ErrNotFound) {
+	if _, err := ws.ActionsBefore(0, 10); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("actions of a deleted workspace: %v", err)
+	}
+}
+
+// TestActionLogPages: the log is read in pages from the newest back, and the pending actions
+// come from an index that follows every decision.
+func TestActionLogPages(t *testing.T) {
+	db := open(t, filepath.Join(t.TempDir(), "a.db"))
+	ws, _ := workspace(t, db)
+	var muts []Mutation
+	for id := uint64(1); id <= 25; id++ {
+		state := "recorded"
+		if id%5 == 0 {
+			state = StatePending
+		}
+		muts = append(muts, PutAction(QueuedAction{ID: id, Type: "action", State: state}))
+	}
+	if err := ws.Commit(ctx, muts); err != nil {
+		t.Fatal(err)
+	}
+	ids := func(acts []QueuedAction, err error) []uint64 {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := []uint64{}
+		for _, a := range acts {
+			out = append(out, a.ID)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		before uint64
+		limit  int
+		want   []uint64
+	}{
+		{0, 3, []uint64{23, 24, 25}},
+		{23, 3, []uint64{20, 21, 22}},
+		{3, 10, []uint64{1, 2}},
+		{1, 10, []uint64{}},
+		{1000, 2, []uint64{24, 25}},
+		{0, 0, []uint64{}},
+	} {
+		if got := ids(ws.ActionsBefore(c.before, c.limit)); !slices.Equal(got, c.want) {
+			t.Errorf("ActionsBefore(%d, %d) = %v, want %v", c.before, c.limit, got, c.want)
+		}
+	}
+	if got := ids(ws.PendingActions()); !slices.Equal(got, []uint64{5, 10, 15, 20, 25}) {
+		t.Fatalf("pending = %v", got)
+	}
+	if err := ws.Commit(ctx, []Mutation{PutAction(QueuedAction{ID: 10, Type: "action", State: "applied"})}); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(ws.PendingActions()); !slices.Equal(got, []uint64{5, 15, 20, 25}) {
+		t.Fatalf("pending after a decision = %v", got)
+	}
+
+	// A file written before the index: pending actions are found by a scan, and the first
+	// new entry builds the index from the log.
+	w, _ := ws.Workspace()
+	err := db.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketWS).Bucket([]byte(w.ID)).DeleteBucket(subGKPending) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(ws.PendingActions()); !slices.Equal(got, []uint64{5, 15, 20, 25}) {
+		t.Fatalf("pending without the index = %v", got)
+	}
+	if err := ws.Commit(ctx, []Mutation{PutAction(QueuedAction{ID: 26, Type: "action", State: StatePending})}); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(ws.PendingActions()); !slices.Equal(got, []uint64{5, 15, 20, 25, 26}) {
+		t.Fatalf("pending with the rebuilt index = %v", got)
 	}
 }

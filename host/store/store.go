@@ -336,8 +336,12 @@ type WorkspaceStore interface {
 	Usage(gadget GadgetID) (int64, error)
 	// Audit returns up to limit entries, newest first.
 	Audit(limit int) ([]AuditEntry, error)
-	// Actions returns the gatekeeper action log, in ID order.
-	Actions() ([]QueuedAction, error)
+	// ActionsBefore returns the newest limit entries of the gatekeeper action log whose IDs
+	// are below before (0: no bound), in ID order.
+	ActionsBefore(before uint64, limit int) ([]QueuedAction, error)
+	// PendingActions returns the actions waiting for a decision, in ID order (an index: it
+	// does not read the whole log).
+	PendingActions() ([]QueuedAction, error)
 	// Rules returns the auto-approval rules.
 	Rules() ([]ApprovalRule, error)
 	// Schedules returns the workspace's schedules, in ID order.
