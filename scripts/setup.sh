@@ -16,7 +16,9 @@ command -v node >/dev/null || fail "Node.js 20 is not installed; install it (apt
 
 # Debian packages the build and the tests use. Empty lines and comments are ignored.
 apt_packages=(
-  gcc            # cgo: Wasmtime's C API is linked statically into bin/atelier
+  gcc               # cgo: Wasmtime's C API is linked statically into bin/atelier
+  chromium          # tests/browser drives the browser shell in headless Chromium
+  fonts-liberation  # so that the browser tests' screenshots have text
 )
 missing=()
 for p in "${apt_packages[@]}"; do
@@ -30,7 +32,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # npm packages, each folder pinned by its package-lock.json.
-for dir in sdk/componentize tests/capnweb/node; do
+for dir in sdk/componentize tests/capnweb/node host/shell/web; do
   [ -f "$dir/package-lock.json" ] || continue
   if [ ! -d "$dir/node_modules" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
     step "installing npm packages in $dir"
@@ -40,6 +42,12 @@ done
 
 step "downloading Go modules"
 go mod download
+
+# The browser shell's bundle, embedded into bin/atelier (and needed by the tests that build it).
+if [ ! -f host/shell/dist/shell.js ] || [ -n "$(find host/shell/web/src host/shell/web/node_modules/.package-lock.json host/shell/build -newer host/shell/dist/shell.js -print -quit)" ]; then
+  step "bundling the browser shell (host/shell/dist)"
+  go run ./host/shell/build
+fi
 
 [ "${1:-}" = "--deps" ] && exit 0
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs every test of Atelier: formatting and vet, the Go tests (among them the interop tests
 # against the official npm capnweb client, the end-to-end and crash tests against a real
-# `atelier serve`, and the gatekeepers against a real loopback service), the race detector on the
-# concurrent packages, and a short fuzzing pass over each fuzz target. Installs what a fresh
-# machine lacks first.
+# `atelier serve`, the gatekeepers against a real loopback service, and the browser shell in
+# headless Chromium: tests/browser, whose screenshots land in tests/browser/artifacts or
+# $ATELIER_ARTIFACTS), the race detector on the concurrent packages, and a short fuzzing pass
+# over each fuzz target. Installs what a fresh machine lacks first.
 #
 #   scripts/test.sh             everything (about 5 minutes on 2 cores with warm caches)
 #   FUZZTIME=0 scripts/test.sh  skip the fuzzing pass (seed corpora still run as tests)

@@ -30,6 +30,7 @@ type versionInfo struct {
 	Number  int    `json:"number"`
 	SHA256  string `json:"sha256"`
 	Size    int64  `json:"size"`
+	Client  string `json:"client"` // sha256 of the version's UI script ("" for none)
 	Created any    `json:"created"`
 }
 
@@ -46,7 +47,7 @@ Examples:
   atelier gadget logs todo`,
 		subcommands: []command{
 			gadgetDeployCommand(), gadgetListCommand(), gadgetCallCommand(), gadgetLogsCommand(),
-			gadgetVersionsCommand(), gadgetRollbackCommand(),
+			gadgetVersionsCommand(), gadgetRollbackCommand(), gadgetClientCommand(),
 		},
 	}
 }
@@ -86,7 +87,7 @@ func gadgetClient(ctx context.Context, server, workspace string) (*client, *capn
 func gadgetDeployCommand() command {
 	return command{
 		name:    "deploy",
-		usage:   "[--grant NAME,...] NAME FILE.wasm|DIR",
+		usage:   "[--grant NAME,...] [--client FILE.js] NAME FILE.wasm|DIR",
 		summary: "create a gadget from a component or a JS gadget's folder, or deploy a new version of it",
 		details: `Uploads a component (build one with sdk/build-gadget.sh), or the .js and .ts files of a
 folder whose server.js or server.ts exports class Gadget (a JS gadget, run by the server's
@@ -99,6 +100,10 @@ The gadget may import only the WASI baseline and the interfaces granted with --g
 gadget; for an existing one, --grant replaces its grants and leaving it out keeps them). A
 component that imports anything else is refused with an error naming the import.
 
+A folder's client.js is the gadget's browser UI (not server code); --client FILE.js uploads
+another file as the UI (with a component: as a second version, as 'atelier gadget client' does).
+A deploy without either keeps the current UI.
+
 Examples:
   atelier gadget deploy counter counter.wasm --grant atelier:host/kv,atelier:host/log
   atelier gadget deploy counter counter-v2.wasm
@@ -108,6 +113,7 @@ Examples:
 			server, workspace := serverFlag(fs), workspaceFlag(fs)
 			grants := &grantList{}
 			fs.Var(grants, "grant", "interfaces the gadget may import, comma-separated or repeated, e.g. atelier:host/kv")
+			clientFile := fs.String("client", "", "the gadget's browser UI script (client.js)")
 			return func(ctx context.Context, args []string) error {
 				if len(args) != 2 {
 					return usageError{"want a gadget name and a component file"}
@@ -116,6 +122,19 @@ Examples:
 				code, size, err := readGadgetCode(file)
 				if err != nil {
 					return err
+				}
+				var ui *string // set on the new version with setClient (a component's UI)
+				if *clientFile != "" {
+					src, err := os.ReadFile(*clientFile)
+					if err != nil {
+						return fmt.Errorf("read the UI script: %w", err)
+					}
+					if files, ok := code.(map[string]any); ok {
+						files[clientJS] = string(src) // in the same version as the server code
+					} else {
+						s := string(src)
+						ui = &s
+					}
 				}
 				c, ws, err := gadgetClient(ctx, *server, *workspace)
 				if err != nil {
@@ -138,6 +157,11 @@ Examples:
 				}
 				if err != nil {
 					return fmt.Errorf("deploy %s as %s: %w", file, name, err)
+				}
+				if ui != nil {
+					if info, err = await[gadgetInfo](ctx, c, g.Call(ctx, "setClient", *ui)); err != nil {
+						return fmt.Errorf("set the UI of %s from %s: %w", name, *clientFile, err)
+					}
 				}
 				verb := "Deployed"
 				if created {
@@ -402,13 +426,17 @@ func gadgetVersionsCommand() command {
 					return err
 				}
 				tw := tabwriter.NewWriter(stdio(ctx).out, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "\tVERSION\tSIZE\tSHA256\tCREATED")
+				fmt.Fprintln(tw, "\tVERSION\tSIZE\tSHA256\tUI\tCREATED")
 				for _, v := range info.Versions {
 					mark := ""
 					if v.Number == info.Current {
 						mark = "*"
 					}
-					fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", mark, v.Number, formatSize(v.Size), shortHash(v.SHA256),
+					ui := "-"
+					if v.Client != "" {
+						ui = shortHash(v.Client)
+					}
+					fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", mark, v.Number, formatSize(v.Size), shortHash(v.SHA256), ui,
 						formatTime(v.Created, "2006-01-02 15:04:05"))
 				}
 				return tw.Flush()

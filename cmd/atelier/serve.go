@@ -27,9 +27,11 @@ func serveCommand() command {
 		usage:   "[--addr HOST:PORT] [--data FILE] [flags]",
 		summary: "serve workspaces and gadgets over Cap'n Web, with all state in one bbolt file",
 		details: `Opens (or creates) the data file, then serves the API of docs/api.md over Cap'n Web:
-WebSocket at /api and HTTP batch at /api/batch. On the first start with a data file it prints a
-token for the user "admin" (keep it: it is shown once; admin has no password until
-changePassword("", new)). Stop it with Ctrl-C; calls in flight finish first.
+WebSocket at /api and HTTP batch at /api/batch; Prometheus metrics at /metrics (for the admin
+user's token as "Authorization: Bearer TOKEN", or for anyone with --metrics-public). On the
+first start with a data file it prints a token for the user "admin" (keep it: it is shown
+once; admin has no password until changePassword("", new)). Stop it with Ctrl-C; calls in
+flight finish first.
 
 Example:
   atelier serve --addr 127.0.0.1:8787 --data ./atelier.db`,
@@ -43,6 +45,7 @@ Example:
 			fs.DurationVar(&o.gadgetIdle, "gadget-idle", time.Minute, "evict a gadget's instance after this long without calls")
 			fs.DurationVar(&o.workspaceIdle, "workspace-idle", 5*time.Minute, "stop an idle workspace's overseer after this long")
 			fs.BoolVar(&o.noSignup, "no-signup", false, "refuse signup(): only the admin (and users created before) can log in")
+			fs.BoolVar(&o.metricsPublic, "metrics-public", false, "serve /metrics to anyone (default: only with the admin user's token)")
 			return func(ctx context.Context, args []string) error {
 				if len(args) != 0 {
 					return usageError{"serve takes no arguments"}
@@ -57,7 +60,7 @@ type serveOptions struct {
 	addr, data, cacheDir      string
 	limits                    runtime.Limits
 	gadgetIdle, workspaceIdle time.Duration
-	noSignup                  bool
+	noSignup, metricsPublic   bool
 }
 
 // defaultDataFile is atelier.db in the user's data directory ($XDG_DATA_HOME/atelier or
@@ -106,7 +109,7 @@ func serve(ctx context.Context, o serveOptions) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (pass another --addr)", o.addr, err)
 	}
-	gw := gateway.New(gateway.Config{Kernel: k, Logger: logger})
+	gw := gateway.New(gateway.Config{Kernel: k, Logger: logger, MetricsPublic: o.metricsPublic})
 	srv := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(std.out, "%s\nserving http://%s (Cap'n Web: ws://%s/api, batch: http://%s/api/batch)\ndata: %s\n",
 		versionString(), ln.Addr(), ln.Addr(), ln.Addr(), o.data)

@@ -1,6 +1,7 @@
 // Package gateway is Atelier's HTTP edge: it serves the kernel's API over Cap'n Web
 // (WebSocket at /api, HTTP batch at /api/batch), Code Mode for agents over MCP at /mcp
-// (host/mcp), and a health check at /healthz.
+// (host/mcp), a health check at /healthz, and metrics in the Prometheus text format at
+// /metrics (for the user admin's token, or public with Config.MetricsPublic).
 package gateway
 
 import (
@@ -13,6 +14,7 @@ import (
 	"atelier/capnweb"
 	"atelier/host/kernel"
 	"atelier/host/mcp"
+	"atelier/host/shell"
 )
 
 // Config configures the gateway.
@@ -24,6 +26,9 @@ type Config struct {
 	// CheckOrigin decides whether a browser page of another origin may open a session; nil
 	// allows only same-origin pages and non-browser clients.
 	CheckOrigin func(*http.Request) bool
+	// MetricsPublic serves GET /metrics to anyone; otherwise only to a request bearing the
+	// token of the user admin (kernel.AuthorizeMetrics).
+	MetricsPublic bool
 }
 
 // Gateway is the gateway's HTTP handler.
@@ -40,10 +45,12 @@ func (g *Gateway) Shutdown(ctx context.Context) error { return g.rpc.Shutdown(ct
 
 // New returns the gateway's HTTP handler.
 func New(cfg Config) *Gateway {
+	sessions := &sessionGauge{}
 	rpc := &capnweb.Server{
 		NewMain:     func(*http.Request) (any, error) { return kernel.NewPublic(cfg.Kernel), nil },
 		Options:     capnweb.Options{Logger: cfg.Logger},
 		CheckOrigin: cfg.CheckOrigin,
+		OnSession:   sessions.track,
 	}
 	r := gin.New()
 	r.Use(gin.Recovery())
@@ -51,6 +58,11 @@ func New(cfg Config) *Gateway {
 	r.POST("/api/batch", gin.WrapF(rpc.ServeBatch))
 	r.Any("/mcp", gin.WrapH(mcp.New(mcp.Config{Kernel: cfg.Kernel, Logger: cfg.Logger})))
 	r.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok\n") })
+	ui := gin.WrapH(shell.Embedded()) // the browser shell (host/shell): the page and its assets
+	r.GET("/", ui)
+	r.HEAD("/", ui)
+	r.GET("/assets/*file", ui)
+	r.GET("/metrics", serveMetrics(cfg.Kernel, cfg.MetricsPublic, sessions))
 	return &Gateway{Handler: r, rpc: rpc}
 }
 

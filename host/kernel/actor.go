@@ -40,6 +40,7 @@ type actor struct {
 	lastUsed atomic.Int64 // unix nanoseconds
 	binds    bool         // the gadget may call bindings: calls carry the call chain
 	topics   actorTopics
+	stats    *gadgetStats // the gadget's call metrics (metrics.go)
 
 	turn    chan struct{} // a token held while a call runs; guards everything below
 	closed  bool
@@ -101,7 +102,8 @@ func (ov *overseer) newActor(ctx context.Context, id store.GadgetID) (*actor, er
 		return nil, fail(CodeNotFound, "the gadget was deleted")
 	}
 	a := &actor{ov: ov, id: id, ready: make(chan struct{}), turn: make(chan struct{}, 1), binds: slices.Contains(g.Grants, BindingsGrant),
-		topics: actorTopics{events: eventsTopic(ov.id, id), console: consoleTopic(ov.id, ""), gadgetConsole: consoleTopic(ov.id, id)}}
+		topics: actorTopics{events: eventsTopic(ov.id, id), console: consoleTopic(ov.id, ""), gadgetConsole: consoleTopic(ov.id, id)},
+		stats:  ov.k.metrics.gadget(ov.id, id, g.Name)}
 	a.lastUsed.Store(time.Now().UnixNano())
 	ov.actors[id] = a
 	ov.mu.Unlock()
@@ -112,6 +114,11 @@ func (ov *overseer) newActor(ctx context.Context, id store.GadgetID) (*actor, er
 // load gets the shared program of the gadget's current version and prepares its instance.
 func (a *actor) load(ctx context.Context, g store.Gadget) {
 	defer close(a.ready)
+	defer func() { // before ready: the instance is counted before anything can close it
+		if a.loadErr == nil && a.exec != nil {
+			a.stats.live.Add(1)
+		}
+	}()
 	k := a.ov.k
 	v, ok := g.CurrentVersion()
 	if !ok {
@@ -181,6 +188,7 @@ type reply struct {
 	err    error
 	gate   *store.Pending // nil: nothing to wait for
 	seq    uint64         // the commit gate is, when the call made it (0: another call's)
+	start  time.Time      // when the call reached the actor, for its latency
 	evs    []events.Event
 	evPrev chan struct{} // closed once the previous call's events are out
 	evDone chan struct{} // closed once this call's events are out
@@ -211,21 +219,23 @@ func (a *actor) call(ctx context.Context, fn string, args []any) (any, error) {
 // run runs one call of export fn in the instance, submits its writes and returns its held
 // reply. A trap discards the call's writes and events; the next call gets a fresh instance.
 func (a *actor) run(ctx context.Context, fn string, args []any) (*reply, error) {
+	start := time.Now()
 	if err := a.lock(ctx); err != nil {
+		a.stats.record(start, err)
 		return nil, err
 	}
 	defer a.unlock()
 	if a.closed {
-		return nil, errStopped
+		return nil, errStopped // retried on a fresh actor: not counted
 	}
-	now := time.Now().UnixNano()
+	now := start.UnixNano() // the call's arrival: one clock read serves both
 	a.ov.lastUsed.Store(now)
 	if a.binds {
 		ctx = withCaller(ctx, a.id)
 	}
 	res, err := a.exec.Call(ctx, fn, args...)
 	a.lastUsed.Store(now)
-	r := &reply{a: a, res: res, err: err, gate: a.gate}
+	r := &reply{a: a, res: res, err: err, gate: a.gate, start: start}
 	if err != nil && isTrap(err) {
 		a.kv.discard()
 		a.pending = nil
@@ -252,8 +262,15 @@ func isTrap(err error) bool {
 
 // wait holds the reply until its gate's commit is durable, then publishes the call's events
 // (in call order) and returns the result. When the commit failed, the actor is reset and the
-// call fails.
+// call fails. The call is counted in the gadget's metrics once it is released.
 func (r *reply) wait() (any, error) {
+	res, err := r.release()
+	r.a.stats.record(r.start, err)
+	return res, err
+}
+
+// release is wait without the metrics.
+func (r *reply) release() (any, error) {
 	if r.gate != nil {
 		if err := r.gate.Wait(); err != nil {
 			if r.evDone != nil {
@@ -361,6 +378,7 @@ func (a *actor) closeLocked() {
 	if !a.closed && a.exec != nil {
 		_ = a.exec.Close()
 		a.ov.k.code.release(a.sha)
+		a.stats.live.Add(-1)
 	}
 	a.closed = true
 	a.unlock()

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"atelier/host/kernel/tsdecl"
+	"atelier/host/runtime/wit/tsdecl"
 	"atelier/host/store"
 	"atelier/jsruntime"
 )

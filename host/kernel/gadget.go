@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"atelier/capnweb"
-	"atelier/host/kernel/tsdecl"
 	"atelier/host/runtime/wit"
+	"atelier/host/runtime/wit/tsdecl"
 	"atelier/host/store"
 )
 
@@ -66,12 +66,12 @@ func (g *Gadget) Versions(ctx context.Context) (vs []store.Version, err error) {
 // Deploy makes code (as for Workspace.CreateGadget: a component or a JS gadget's sources) the
 // new current version, keeping the state; grants stay unchanged when omitted.
 func (g *Gadget) Deploy(ctx context.Context, code any, grants []string) (info GadgetInfo, err error) {
-	bin, err := g.w.k.normalizeCode(code)
+	bin, client, err := g.w.k.normalizeCode(code)
 	if err != nil {
 		return info, wrapErr(err, "deploy %s", g.name)
 	}
 	err = g.enter(ctx, store.RoleBuild, "deploy", func(ov *overseer, rec store.Gadget) error {
-		rec, err := ov.deploy(ctx, g.w.p, rec.ID, bin, grants)
+		rec, err := ov.deploy(ctx, g.w.p, rec.ID, bin, client, grants)
 		info = ov.infoOf(rec)
 		return err
 	})
@@ -97,15 +97,22 @@ func (g *Gadget) Rename(ctx context.Context, name string) error {
 		if err := g.w.p.checkGadget(g.w.id, name); err != nil {
 			return err
 		}
-		_, err := ov.renameGadget(ctx, g.w.p, rec.ID, name)
-		return err
+		if _, err := ov.renameGadget(ctx, g.w.p, rec.ID, name); err != nil {
+			return err
+		}
+		g.w.k.metrics.renamed(rec.ID, name)
+		return nil
 	})
 }
 
 // Delete deletes the gadget and its state.
 func (g *Gadget) Delete(ctx context.Context) error {
 	return g.enter(ctx, store.RoleBuild, "delete", func(ov *overseer, rec store.Gadget) error {
-		return ov.deleteGadget(ctx, g.w.p, rec.ID)
+		if err := ov.deleteGadget(ctx, g.w.p, rec.ID); err != nil {
+			return err
+		}
+		g.w.k.metrics.forget(g.w.id, rec.ID)
+		return nil
 	})
 }
 

@@ -7,7 +7,7 @@ import (
 	"sync"
 
 	"atelier/host/gatekeeper"
-	"atelier/host/kernel/tsdecl"
+	"atelier/host/runtime/wit/tsdecl"
 	"atelier/host/store"
 )
 

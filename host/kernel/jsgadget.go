@@ -38,32 +38,39 @@ var gzipMagic = []byte{0x1f, 0x8b}
 func isBundle(code []byte) bool { return bytes.HasPrefix(code, gzipMagic) }
 
 // normalizeCode turns an uploaded gadget code (component bytes, a JS bundle archive, or an
-// object of JS/TS files) into the bytes that are stored.
-func (k *Kernel) normalizeCode(code any) ([]byte, error) {
+// object of JS/TS files) into the bytes that are stored, and the UI script (client.js) a JS
+// gadget's files brought (nil: none).
+func (k *Kernel) normalizeCode(code any) ([]byte, *string, error) {
+	var files map[string]string
 	switch c := code.(type) {
 	case []byte:
 		if !isBundle(c) {
-			return c, nil // a component: checkCode compiles it
+			return c, nil, nil // a component: checkCode compiles it
 		}
-		files, err := unpackBundle(c, k.cfg.MaxCode)
-		if err != nil {
-			return nil, err
+		var err error
+		if files, err = unpackBundle(c, k.cfg.MaxCode); err != nil {
+			return nil, nil, err
 		}
-		return k.packFiles(files)
 	case map[string]any:
-		files := make(map[string]string, len(c))
+		files = make(map[string]string, len(c))
 		for name, src := range c {
 			s, ok := src.(string)
 			if !ok {
-				return nil, fail(CodeInvalidArgument, "gadget file %.70q: want its source as a string", name)
+				return nil, nil, fail(CodeInvalidArgument, "gadget file %.70q: want its source as a string", name)
 			}
 			files[name] = s
 		}
-		return k.packFiles(files)
 	case nil:
-		return nil, fail(CodeInvalidArgument, "gadget code is missing")
+		return nil, nil, fail(CodeInvalidArgument, "gadget code is missing")
+	default:
+		return nil, nil, fail(CodeInvalidArgument, "gadget code: want bytes or an object {filename: source}, got %T", code)
 	}
-	return nil, fail(CodeInvalidArgument, "gadget code: want bytes or an object {filename: source}, got %T", code)
+	client, err := takeClient(files)
+	if err != nil {
+		return nil, nil, err
+	}
+	bin, err := k.packFiles(files)
+	return bin, client, err
 }
 
 // validFileName accepts flat names of .js and .ts files.

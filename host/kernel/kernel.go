@@ -142,6 +142,7 @@ type Kernel struct {
 	gks      gatekeepers
 	vault    vaultKey
 	sched    scheduler
+	metrics  *callMetrics // gadget call metrics (metrics.go)
 
 	// js runs JS gadgets and executeCode snippets; compiled on first use (jsEngine).
 	jsOnce sync.Once
@@ -162,6 +163,7 @@ func New(cfg Config) *Kernel {
 	cfg = cfg.withDefaults()
 	k := &Kernel{cfg: cfg, log: cfg.Logger, st: cfg.Store, hub: newHub(cfg.Logger), guards: newGuards(cfg.Now), overseers: map[store.WorkspaceID]*overseer{}, gks: gatekeepers{gks: map[string]*gatekeeper.Gatekeeper{}}}
 	k.code = newCodeCache(k)
+	k.metrics = newCallMetrics()
 	k.startScheduler()
 	return k
 }

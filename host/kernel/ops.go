@@ -52,8 +52,9 @@ func (ov *overseer) nameTaken(name string, except store.GadgetID) bool {
 	return false
 }
 
-// createGadget stores a new gadget whose first version is code.
-func (ov *overseer) createGadget(ctx context.Context, p *principal, name string, code []byte, grants []string, detail string) (store.Gadget, error) {
+// createGadget stores a new gadget whose first version is code with the UI script client
+// (nil: none).
+func (ov *overseer) createGadget(ctx context.Context, p *principal, name string, code []byte, client *string, grants []string, detail string) (store.Gadget, error) {
 	var g store.Gadget
 	sha, err := ov.k.checkCode(ctx, code, grants) // off the loop: it may compile
 	if err != nil {
@@ -64,9 +65,11 @@ func (ov *overseer) createGadget(ctx context.Context, p *principal, name string,
 			return fail(CodeConflict, "workspace %s already has a gadget %q; pick another name or deploy to it", ov.id, name)
 		}
 		now := time.Now().UTC()
-		g = store.Gadget{ID: store.GadgetID(store.NewID("g")), Name: name, Grants: slices.Clone(grants), Current: 1, Created: now,
-			Versions: []store.Version{{Number: 1, SHA256: sha, Size: len(code), Created: now}}}
-		if err := ov.commit(ctx, store.PutCode(code), store.PutGadget(g), auditEntry(p, "gadget.create", name, detail)); err != nil {
+		g = store.Gadget{ID: store.GadgetID(store.NewID("g")), Name: name, Grants: slices.Clone(grants), Current: 1, Created: now}
+		clientSHA, muts := versionClient(&g, client)
+		g.Versions = []store.Version{{Number: 1, SHA256: sha, Size: len(code), Client: clientSHA, Created: now}}
+		muts = append(muts, store.PutCode(code), store.PutGadget(g), auditEntry(p, "gadget.create", name, detail))
+		if err := ov.commit(ctx, muts...); err != nil {
 			return err
 		}
 		ov.setGadget(g)
@@ -111,10 +114,10 @@ func (ov *overseer) updateGadget(ctx context.Context, p *principal, id store.Gad
 	return g, nil
 }
 
-// deploy makes code the gadget's new current version; grants nil keeps the grants. The code is
-// checked before the overseer's loop runs the change (again on the loop, should the grants
-// have changed in between).
-func (ov *overseer) deploy(ctx context.Context, p *principal, id store.GadgetID, code []byte, grants []string) (store.Gadget, error) {
+// deploy makes code the gadget's new current version; grants nil keeps the grants, client nil
+// the current UI script. The code is checked before the overseer's loop runs the change
+// (again on the loop, should the grants have changed in between).
+func (ov *overseer) deploy(ctx context.Context, p *principal, id store.GadgetID, code []byte, client *string, grants []string) (store.Gadget, error) {
 	checked := grants
 	if checked == nil {
 		g, err := ov.gadget(id)
@@ -137,9 +140,10 @@ func (ov *overseer) deploy(ctx context.Context, p *principal, id store.GadgetID,
 			}
 		}
 		next := g.Versions[len(g.Versions)-1].Number + 1
-		g.Versions = append(g.Versions, store.Version{Number: next, SHA256: sha, Size: len(code), Created: time.Now().UTC()})
+		clientSHA, muts := versionClient(g, client)
+		g.Versions = append(g.Versions, store.Version{Number: next, SHA256: sha, Size: len(code), Client: clientSHA, Created: time.Now().UTC()})
 		g.Current = next
-		return []store.Mutation{store.PutCode(code)}, fmt.Sprintf("version %d, grants %s", next, strings.Join(g.Grants, ",")), nil
+		return append(muts, store.PutCode(code)), fmt.Sprintf("version %d, grants %s", next, strings.Join(g.Grants, ",")), nil
 	})
 }
 

@@ -92,6 +92,7 @@ func (w *Workspace) Delete(ctx context.Context) error {
 		})
 		if err == nil {
 			w.k.hub.cancelGone(w.id, "")
+			w.k.metrics.forget(w.id, "")
 		}
 		return err
 	})
@@ -122,7 +123,7 @@ func (w *Workspace) CreateGadget(ctx context.Context, name string, code any, gra
 	if err := validName("gadget", name); err != nil {
 		return nil, err
 	}
-	bin, err := w.k.normalizeCode(code)
+	bin, client, err := w.k.normalizeCode(code)
 	if err != nil {
 		return nil, wrapErr(err, "create gadget %s", name)
 	}
@@ -132,7 +133,7 @@ func (w *Workspace) CreateGadget(ctx context.Context, name string, code any, gra
 			return err
 		}
 		var err error
-		g, err = ov.createGadget(ctx, w.p, name, bin, grants, "")
+		g, err = ov.createGadget(ctx, w.p, name, bin, client, grants, "")
 		return err
 	})
 	if err != nil {

@@ -58,12 +58,14 @@ func collectCode(tx *bolt.Tx, shas []string) error {
 	return nil
 }
 
-// codeOf returns the distinct code blobs of g's versions.
+// codeOf returns the distinct code blobs of g's versions: their code and UI scripts.
 func codeOf(g *Gadget) []string {
 	var out []string
 	for _, v := range g.Versions {
-		if !slices.Contains(out, v.SHA256) {
-			out = append(out, v.SHA256)
+		for _, sha := range []string{v.SHA256, v.Client} {
+			if sha != "" && !slices.Contains(out, sha) {
+				out = append(out, sha)
+			}
 		}
 	}
 	return out

@@ -193,11 +193,13 @@ type Gadget struct {
 	Created     time.Time         `json:"created"`
 }
 
-// Version is one immutable code version of a gadget; its code is stored by SHA256.
+// Version is one immutable code version of a gadget; its code is stored by SHA256, and its
+// browser UI script (client.js), if any, by Client. Both are code blobs (Store.Code).
 type Version struct {
 	Number  int       `json:"number"`
 	SHA256  string    `json:"sha256"`
 	Size    int       `json:"size"`
+	Client  string    `json:"client,omitempty"`
 	Created time.Time `json:"created"`
 }
 

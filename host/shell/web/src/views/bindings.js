@@ -1,0 +1,72 @@
+// Bindings: gadget -> gadget (bind/unbind) and gadget -> gatekeeper account.
+import { h, replace, form, select, field, attempt, toast } from "../dom.js";
+
+export async function renderBindings(el, ctx) {
+  const { ws, api } = ctx;
+  const [gadgets, accounts] = await Promise.all([ws.listGadgets(), api.listAccounts().catch(() => [])]);
+  const names = gadgets.map((g) => [g.name, g.name]);
+  const rows = gadgets.flatMap((g) =>
+    Object.entries(g.bindings || {}).map(([name, target]) =>
+      h(
+        "tr",
+        null,
+        h("td", null, g.name),
+        h("td", { class: "mono" }, name),
+        h("td", null, target),
+        h(
+          "td",
+          null,
+          h("button", {
+            class: "small",
+            text: "Unbind",
+            onclick: () =>
+              attempt(async () => {
+                await ws.unbind(g.name, name);
+                toast(`unbound ${g.name}.${name}`);
+                ctx.refresh();
+              }),
+          }),
+        ),
+      ),
+    ),
+  );
+  replace(
+    el,
+    rows.length === 0
+      ? h("p", { class: "muted" }, "No bindings yet.")
+      : h("table", { class: "list", id: "bindings" },
+          h("thead", null, h("tr", null, h("th", null, "Gadget"), h("th", null, "Name"), h("th", null, "Target"), h("th", null, ""))),
+          h("tbody", null, rows)),
+    h(
+      "div",
+      { class: "columns" },
+      h(
+        "section",
+        { class: "card" },
+        h("h3", null, "Bind a gadget to a gadget"),
+        form({ id: "bind-gadget" }, [select("Gadget", "gadget", names), field("As name", { name: "name", required: true }), select("Target gadget", "target", names)], "Bind", async (v) => {
+          await ws.bind(v.gadget, v.name, v.target);
+          toast(`${v.gadget} reaches ${v.target} as ${v.name}`);
+          ctx.refresh();
+        }),
+      ),
+      h(
+        "section",
+        { class: "card" },
+        h("h3", null, "Bind a gadget to a gatekeeper account"),
+        accounts.length === 0
+          ? h("p", { class: "muted" }, "Connect an account on the Gatekeepers page first.")
+          : form(
+              { id: "bind-gatekeeper" },
+              [select("Gadget", "gadget", names), field("As name", { name: "name", required: true }), select("Account", "account", accounts.map((a) => [a.id, `${a.name} (${a.resource})`]))],
+              "Bind",
+              async (v) => {
+                await ws.bindGatekeeper(v.gadget, v.name, v.account);
+                toast(`${v.gadget} reaches the account as ${v.name}`);
+                ctx.refresh();
+              },
+            ),
+      ),
+    ),
+  );
+}

@@ -1,0 +1,191 @@
+// One gadget: its UI (client.js in a sandboxed frame), a method console, versions and rollback,
+// deploy of a new version, inspect, rename and delete.
+import { h, replace, attempt, toast, errorText, json, when } from "../dom.js";
+import { mountGadgetFrame } from "../gadgetframe.js";
+import { deployForm, setClientIfAny } from "./gadgets.js";
+
+export async function renderGadget(el, ctx) {
+  const { ws, role, wsId, name, conn } = ctx;
+  const gadget = ws.gadget(name);
+  const info = await gadget.info();
+  const build = role !== "use";
+
+  // The frame's bridge looks the stubs up on every call, in the session of the moment.
+  let appEpoch = -1;
+  let app = null;
+  const current = () => conn.api.openWorkspace(wsId).gadget(name);
+  const currentApp = () => {
+    if (appEpoch !== conn.epoch) {
+      app = current().connect();
+      appEpoch = conn.epoch;
+    }
+    return app;
+  };
+
+  const uiBox = h("div", { class: "gadget-ui", id: "gadget-ui" });
+  let client = null;
+  try {
+    client = await gadget.client();
+  } catch (err) {
+    replace(uiBox, h("p", { class: "muted" }, `The UI could not be loaded: ${errorText(err)}`));
+  }
+  if (client) {
+    ctx.onCleanup(mountGadgetFrame(uiBox, { title: `${name} UI`, source: client.source, gadget: current, app: currentApp }));
+  } else if (client === null && !uiBox.firstChild) {
+    replace(uiBox, h("p", { class: "muted" }, "This gadget has no UI: it ships no client.js. Its methods are below."));
+  }
+
+  replace(
+    el,
+    h(
+      "div",
+      { class: "gadget-head" },
+      h("h2", null, name),
+      h("span", { class: "muted" }, `version ${info.current} · ${info.grants.join(", ")}`),
+    ),
+    uiBox,
+    h("div", { class: "columns" }, await callPanel(ctx, gadget), versionsPanel(ctx, gadget, info, build)),
+    build ? deployPanel(ctx, gadget, info) : null,
+    build ? manageSection(ctx, gadget) : null,
+  );
+}
+
+async function callPanel(ctx, gadget) {
+  const bindings = await ctx.ws.listBindings().catch(() => []);
+  const b = bindings.find((x) => x.gadget === ctx.name);
+  const methods = b ? b.methods : [];
+  const method = h("select", { name: "method" }, methods.map((m) => h("option", { value: m }, m)));
+  const args = h("input", { name: "args", value: "[]", placeholder: '["buy milk"]' });
+  const out = h("pre", { class: "output", id: "call-output" });
+  const f = h(
+    "form",
+    { class: "card", id: "call" },
+    h("h3", null, "Call a method"),
+    h("label", null, h("span", null, "Method"), method),
+    h("label", null, h("span", null, "Arguments (JSON array)"), args),
+    h("button", { type: "submit" }, "Call"),
+    out,
+  );
+  f.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    try {
+      const list = JSON.parse(args.value || "[]");
+      if (!Array.isArray(list)) throw new Error("arguments must be a JSON array");
+      const app = gadget.connect();
+      let target = app;
+      const path = method.value.split(".");
+      for (const p of path.slice(0, -1)) target = target[p];
+      out.textContent = json(await target[path.at(-1)](...list));
+      out.classList.remove("error");
+    } catch (err) {
+      out.textContent = errorText(err);
+      out.classList.add("error");
+    }
+  });
+  return f;
+}
+
+function versionsPanel(ctx, gadget, info, build) {
+  return h(
+    "section",
+    { class: "card", id: "versions" },
+    h("h3", null, "Versions"),
+    h(
+      "table",
+      { class: "list" },
+      h("tbody", null,
+        info.versions
+          .slice()
+          .reverse()
+          .map((v) =>
+            h(
+              "tr",
+              { class: v.number === info.current ? "current" : "" },
+              h("td", null, `v${v.number}`),
+              h("td", { class: "mono" }, v.sha256.slice(0, 12)),
+              h("td", null, `${Math.ceil(v.size / 1024)} KiB`),
+              h("td", null, when(v.created)),
+              h(
+                "td",
+                null,
+                v.number === info.current
+                  ? "current"
+                  : build
+                    ? h("button", {
+                        class: "small rollback",
+                        text: "Roll back",
+                        onclick: () =>
+                          attempt(async () => {
+                            await gadget.rollback(v.number);
+                            toast(`${ctx.name} is at v${v.number}`);
+                            ctx.refresh();
+                          }),
+                      })
+                    : null,
+              ),
+            ),
+          ),
+      ),
+    ),
+  );
+}
+
+function deployPanel(ctx, gadget, info) {
+  return h(
+    "section",
+    null,
+    h("h3", null, "Deploy a new version"),
+    deployForm({
+      id: "deploy-version",
+      withName: false,
+      label: "Deploy new version",
+      grants: info.grants,
+      onCode: async ({ code, grants, client }) => {
+        const next = await gadget.deploy(code, grants);
+        await setClientIfAny(gadget, client);
+        toast(`${ctx.name} is at v${next.current}`);
+        ctx.refresh();
+      },
+    }),
+  );
+}
+
+function manageSection(ctx, gadget) {
+  const out = h("pre", { class: "output" });
+  return h(
+    "section",
+    { class: "card" },
+    h("h3", null, "Manage"),
+    h(
+      "div",
+      { class: "buttons" },
+      h("button", {
+        text: "Inspect",
+        onclick: () => attempt(async () => (out.textContent = (await gadget.inspect()).join("\n"))),
+      }),
+      h("button", {
+        text: "Rename",
+        onclick: () => {
+          const name = prompt(`New name for ${ctx.name}`, ctx.name);
+          if (name)
+            attempt(async () => {
+              await gadget.rename(name);
+              location.hash = `#/w/${ctx.wsId}/g/${encodeURIComponent(name)}`;
+            });
+        },
+      }),
+      h("button", {
+        class: "danger",
+        text: "Delete",
+        onclick: () => {
+          if (confirm(`Delete ${ctx.name} and its state?`))
+            attempt(async () => {
+              await gadget.delete();
+              location.hash = `#/w/${ctx.wsId}`;
+            });
+        },
+      }),
+    ),
+    out,
+  );
+}
