@@ -46,6 +46,8 @@ Example:
 			fs.DurationVar(&o.workspaceIdle, "workspace-idle", 5*time.Minute, "stop an idle workspace's overseer after this long")
 			fs.BoolVar(&o.noSignup, "no-signup", false, "refuse signup(): only the admin (and users created before) can log in")
 			fs.BoolVar(&o.metricsPublic, "metrics-public", false, "serve /metrics to anyone (default: only with the admin user's token)")
+			fs.Uint64Var(&o.retention.Audit, "keep-audit", store.DefaultAuditRetention, "audit lines kept per workspace (older ones are deleted)")
+			fs.Uint64Var(&o.retention.Actions, "keep-actions", store.DefaultActionsRetention, "gatekeeper action-log entries kept per workspace, besides pending actions")
 			return func(ctx context.Context, args []string) error {
 				if len(args) != 0 {
 					return usageError{"serve takes no arguments"}
@@ -61,6 +63,7 @@ type serveOptions struct {
 	limits                    runtime.Limits
 	gadgetIdle, workspaceIdle time.Duration
 	noSignup, metricsPublic   bool
+	retention                 store.Retention
 }
 
 // defaultDataFile is atelier.db in the user's data directory ($XDG_DATA_HOME/atelier or
@@ -85,6 +88,7 @@ func serve(ctx context.Context, o serveOptions) error {
 		return err
 	}
 	defer db.Close()
+	db.SetRetention(o.retention)
 	rt, err := runtime.New(runtime.Config{CacheDir: o.cacheDir, Interfaces: kernel.HostInterfaces(nil), Logger: logger})
 	if err != nil {
 		return fmt.Errorf("start runtime: %w", err)

@@ -76,6 +76,8 @@ type Bolt struct {
 
 	mu     sync.Mutex // guards leases
 	leases map[WorkspaceID]*lease
+
+	retention Retention // set before use (SetRetention)
 }
 
 // Open opens (creating if needed) the data file at path and migrates it to SchemaVersion.
@@ -94,7 +96,7 @@ func Open(path string) (*Bolt, error) {
 		}
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	s := &Bolt{db: db, now: time.Now, node: "local", commits: make(chan *commitReq, 256), stop: make(chan struct{}), leases: map[WorkspaceID]*lease{}}
+	s := &Bolt{db: db, now: time.Now, node: "local", commits: make(chan *commitReq, 256), stop: make(chan struct{}), leases: map[WorkspaceID]*lease{}, retention: Retention{}.withDefaults()}
 	if err := s.migrate(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)

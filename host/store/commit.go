@@ -248,10 +248,14 @@ func (s *Bolt) apply(tx *bolt.Tx, r *commitReq) error {
 				if e.Time.IsZero() {
 					e.Time = s.now().UTC()
 				}
-				err = putJSON(ab, binary.BigEndian.AppendUint64(nil, e.Seq), e)
+				if err = putJSON(ab, binary.BigEndian.AppendUint64(nil, e.Seq), e); err == nil {
+					err = trimAudit(ab, e.Seq, s.retention.Audit)
+				}
 			}
 		case MutPutAction, MutPutRule, MutDeleteRule:
-			err = applyQueue(b, m)
+			if err = applyQueue(b, m); err == nil && m.Kind == MutPutAction {
+				err = trimActions(b.Bucket(subGKActions), s.retention.Actions)
+			}
 		case MutPutSchedule, MutDeleteSchedule:
 			err = applySchedule(tx, b, r.ws, m)
 		case MutPutCode:

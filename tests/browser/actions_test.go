@@ -59,5 +59,7 @@ func (h *harness) deploy(tab context.Context, name string, files ...string) {
 		upload(`#create-gadget input[type="file"]`, files...),
 		click(`#create-gadget button[type="submit"]`),
 		visible(`#gadgets tr[data-gadget="`+name+`"] a`),
+		// The toast comes after the UI script was set too.
+		chromedp.Poll(`[...document.querySelectorAll(".toast")].some((t) => t.textContent === "deployed `+name+`")`, nil),
 	)
 }

@@ -40,7 +40,7 @@ const deployOverSocket = `new Promise((resolve) => {
 })`
 
 // TestUseCollaborator shares a workspace with a share link of role use: the collaborator's
-// browser (its own browser context) joins through the link, uses the to-do UI, sees none of
+// browser (another origin, so other storage) joins through the link, uses the to-do UI, sees none of
 // the build controls, and is refused with FORBIDDEN when it calls deploy over the socket itself.
 func TestUseCollaborator(t *testing.T) {
 	h := newHarness(t)
@@ -61,11 +61,15 @@ func TestUseCollaborator(t *testing.T) {
 		t.Fatalf("share link %q does not point at the shell", link)
 	}
 
-	bob := h.tab(chromedp.WithNewBrowserContext())
-	h.run(bob, "open the shell as bob", chromedp.Navigate(h.base+"/"))
+	// Bob's browser: the same server under the name localhost is another origin, so his tab
+	// has storage (the session token) of its own. (Chromium refuses new browser contexts
+	// created over the DevTools protocol in headless mode here: "no browser is open".)
+	other := strings.Replace(h.base, "127.0.0.1", "localhost", 1)
+	bob := h.tab()
+	h.run(bob, "open the shell as bob", chromedp.Navigate(other+"/"))
 	h.signup(bob, "bob")
 	var role string
-	h.run(bob, "join through the link", chromedp.Navigate(link), visible("#ws-role"), visible(`#gadgets tr[data-gadget="todo"] a`), text("#ws-role", &role))
+	h.run(bob, "join through the link", chromedp.Navigate(strings.Replace(link, h.base, other, 1)), visible("#ws-role"), visible(`#gadgets tr[data-gadget="todo"] a`), text("#ws-role", &role))
 	if role != "use" {
 		t.Fatalf("bob's role after joining = %q, want use", role)
 	}

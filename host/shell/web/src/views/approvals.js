@@ -1,10 +1,19 @@
 // The gatekeeper action log of a workspace: pending actions are approved or rejected live.
+// The server sends the newest entries and, separately, every pending action (however old):
+// both are shown, newest first.
 import { h, replace, attempt, json } from "../dom.js";
+
+// merge returns the recent entries plus the pending actions older than them, in ID order.
+function merge(recent, pending) {
+  const seen = new Set(recent.map((a) => a.id));
+  return pending.filter((a) => !seen.has(a.id)).concat(recent).sort((a, b) => a.id - b.id);
+}
 
 export async function renderApprovals(el, ctx) {
   const { ws } = ctx;
   const table = h("div", { id: "actions" });
-  const draw = (actions) =>
+  const draw = (recent, pending) => {
+    const actions = merge(recent, pending);
     replace(
       table,
       actions.length === 0
@@ -33,8 +42,10 @@ export async function renderApprovals(el, ctx) {
                 )),
           ),
     );
-  draw(await ws.listActions());
-  const sub = await ws.subscribeActions((ev) => draw(ev.actions));
+  };
+  const [recent, pending] = await Promise.all([ws.listActions(), ws.listActions({ pending: true })]);
+  draw(recent, pending);
+  const sub = await ws.subscribeActions((ev) => draw(ev.actions, ev.pending || []));
   ctx.onCleanup(() => sub.cancel().catch(() => {}));
   replace(el, h("p", { class: "muted" }, "Actions that gadgets submit through your gatekeeper accounts wait here for you."), table);
 }

@@ -4,6 +4,7 @@ import { h, replace, errorText } from "../dom.js";
 import { COLORS, lineChart } from "../charts.js";
 
 const POLL_MS = 2000;
+const ms = (v) => `${+Number(v).toPrecision(3)} ms`;
 const KEEP = 90; // samples: three minutes
 
 export async function renderMetrics(el, ctx) {
@@ -50,7 +51,7 @@ export async function renderMetrics(el, ctx) {
             const g = last.byName.get(n);
             return h("tr", { dataset: { gadget: n } },
               h("td", null, n), h("td", null, g.calls), h("td", null, g.errors),
-              h("td", null, `${g.p50Ms} ms`), h("td", null, `${g.p90Ms} ms`), h("td", null, `${g.p99Ms} ms`),
+              h("td", null, ms(g.p50Ms)), h("td", null, ms(g.p90Ms)), h("td", null, ms(g.p99Ms)),
               h("td", null, g.live ? "yes" : "no"));
           }))),
     );
