@@ -64,8 +64,9 @@ func chromium(tb testing.TB) string {
 // harness is one `atelier serve` and one headless Chromium, shared by the steps of a test.
 type harness struct {
 	t         *testing.T
-	root      string          // the repository root
-	base      string          // http://HOST:PORT of the server
+	root      string // the repository root
+	base      string // http://HOST:PORT of the server
+	srv       *serveproc.Process
 	browser   context.Context // the browser's first tab; new tabs derive from it
 	artifacts string          // where screenshots go
 }
@@ -116,7 +117,7 @@ func newHarness(t *testing.T) *harness {
 	if err := chromedp.Run(browser); err != nil {
 		t.Fatalf("start %s: %v", exe, err)
 	}
-	return &harness{t: t, root: root, base: base, browser: browser, artifacts: artifacts}
+	return &harness{t: t, root: root, base: base, srv: srv, browser: browser, artifacts: artifacts}
 }
 
 // tab opens a tab: in the browser's default context (sharing localStorage with the other tabs

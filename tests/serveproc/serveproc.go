@@ -68,10 +68,11 @@ type Process struct {
 	// Data is the server's data file.
 	Data string
 
-	cmd    *exec.Cmd
-	mu     sync.Mutex
-	output strings.Builder
-	exited chan struct{}
+	bin, cacheDir string
+	cmd           *exec.Cmd
+	mu            sync.Mutex
+	output        strings.Builder
+	exited        chan struct{}
 }
 
 // Start runs `bin serve` on a free loopback port with its state in data and its compiled
@@ -80,8 +81,27 @@ type Process struct {
 // killed when tb ends if it still runs, and its output is logged if tb failed.
 func Start(tb testing.TB, bin, data, cacheDir string) *Process {
 	tb.Helper()
-	p := &Process{Data: data, exited: make(chan struct{})}
-	p.cmd = exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--data", data, "--cache", cacheDir)
+	return start(tb, bin, data, cacheDir, "127.0.0.1:0")
+}
+
+// Restart starts the server again, after it exited, on the same address and data file (so
+// that clients can reconnect to the URL they had).
+func (p *Process) Restart(tb testing.TB) *Process {
+	tb.Helper()
+	select {
+	case <-p.exited:
+	default:
+		tb.Fatal("restart: the server is still running; Terminate or Kill it first")
+	}
+	addr := strings.TrimSuffix(strings.TrimPrefix(p.URL, "ws://"), "/api")
+	return start(tb, p.bin, p.Data, p.cacheDir, addr)
+}
+
+// start runs `bin serve` on addr.
+func start(tb testing.TB, bin, data, cacheDir, addr string) *Process {
+	tb.Helper()
+	p := &Process{Data: data, bin: bin, cacheDir: cacheDir, exited: make(chan struct{})}
+	p.cmd = exec.Command(bin, "serve", "--addr", addr, "--data", data, "--cache", cacheDir)
 	out, err := p.cmd.StdoutPipe()
 	if err != nil {
 		tb.Fatal(err)
