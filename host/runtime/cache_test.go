@@ -54,8 +54,16 @@ func TestArtifactCache(t *testing.T) {
 		t.Fatalf("fuel runtime: %+v, want a compile", got)
 	}
 
+	// Nor do runtimes with and without the memory creator: it turns copy-on-write
+	// initialisation off, and Wasmtime refuses an artifact made with the other setting.
+	f4 := newFixture(t, runtime.Config{CacheDir: dir, MemoryImages: true})
+	if got := f4.rt.Stats(); got != (runtime.Stats{Compiles: 1}) {
+		t.Fatalf("memory images runtime: %+v, want a compile", got)
+	}
+	load(f4.rt)
+
 	for _, ext := range []string{"cwasm", "sum"} {
-		if entries, err := filepath.Glob(filepath.Join(dir, "*."+ext)); err != nil || len(entries) != 2 {
+		if entries, err := filepath.Glob(filepath.Join(dir, "*."+ext)); err != nil || len(entries) != 3 {
 			t.Fatalf("cache files *.%s: %v, %v", ext, entries, err)
 		}
 	}

@@ -23,7 +23,8 @@
 // # Ownership and concurrency
 //
 // One Runtime per process owns the Wasmtime engine (epoch interruption, parallel compilation,
-// a 4 MiB guest stack, optional fuel and pooling allocator), the epoch ticker goroutine, the
+// a 4 MiB guest stack, Atelier's memory creator, optional fuel, pooling allocator or
+// copy-on-write memory images), the epoch ticker goroutine, the
 // artifact cache and one shared linker per combination of host interfaces. Runtime and
 // Component are safe for concurrent use. An Instance owns one Wasmtime store; its calls are
 // serialised by a mutex, so many instances run in parallel on many goroutines but one instance
@@ -54,10 +55,15 @@
 // fuel or is refused memory at instantiation is retired: the call returns a *TrapError whose
 // Kind (ErrTrap, ErrDeadline, ErrFuel, ErrMemory) errors.Is matches, with the guest backtrace.
 //
-// Known limit of the C API: when the memory cap refuses a memory.grow at run time, Wasmtime
-// hands the guest -1 (standard Wasm semantics) and tells the host nothing; a guest that then
-// traps is reported as ErrTrap, not ErrMemory. ErrMemory is reported when instantiation needs
-// more memory than the cap. (RATIONALE.md lists what was checked.)
+// The memory cap is enforced by Atelier's own memory creator, which records each refusal. A
+// refused memory.grow hands the guest -1 (standard Wasm semantics): a guest that copes goes
+// on, and the call succeeds. When a call (or instantiation) fails after the cap refused it
+// memory, whatever the guest did next (trap, abort, exit), the *TrapError's Kind is ErrMemory;
+// a refusal counts only for the call it happened in, so a later unrelated trap is ErrTrap. A
+// deadline or fuel stop in the same call wins (ErrDeadline, ErrFuel). With Config.Pooling or
+// Config.MemoryImages, Wasmtime makes the memories and refuses growth silently: ErrMemory is
+// then reported only for a memory too large at instantiation, and a guest that traps after a
+// refused growth is an ErrTrap. (RATIONALE.md explains the trade-off.)
 //
 // # Values
 //

@@ -36,7 +36,8 @@ type Limits struct {
 	// Timeout is the wall-clock limit of one call (and of instantiation), default
 	// DefaultTimeout; a shorter context deadline wins. Resolution is Config.EpochTick.
 	Timeout time.Duration
-	// MaxMemory caps the bytes of each linear memory (default DefaultMaxMemory).
+	// MaxMemory caps the bytes of each linear memory (default DefaultMaxMemory). A call that
+	// fails after the cap refused it memory returns ErrMemory (see the package documentation).
 	MaxMemory int64
 	// Fuel is the fuel each call may burn (0 = unlimited); needs Config.Fuel.
 	Fuel uint64
@@ -257,6 +258,7 @@ func (in *Instance) begin(ctx context.Context) error {
 		in.deadline = min(in.deadline, d.UnixNano())
 	}
 	in.timedOut, in.hostErr = false, nil
+	in.store.ClearMemoryRefused() // a refusal counts for the call it happened in
 	// Re-arm the epoch deadline only when it is not already due within the next tick; the
 	// deadline callback (beforeDeadline) decides against the real clock either way.
 	if epoch := in.rt.epoch.Load(); in.armed <= epoch {
@@ -288,9 +290,15 @@ func (in *Instance) beforeDeadline() bool {
 	return true
 }
 
-// classify turns a Wasmtime error into a *TrapError of the right kind.
+// classify turns a Wasmtime error into a *TrapError of the right kind. A deadline or fuel
+// stop wins over a memory refusal earlier in the call (it is what ended the call); a failure
+// in a call (or instantiation) during which the cap refused memory is ErrMemory, whatever the
+// guest did after being refused (trap, abort, exit).
 func (in *Instance) classify(name string, ce *capi.Error) *TrapError {
 	te := &TrapError{Kind: ErrTrap, Func: name, Message: firstLine(ce.Message), Backtrace: ce.Frames, Host: in.hostErr}
+	if ce.Exited {
+		te.Message = fmt.Sprintf("guest exited with status %d", ce.ExitCode)
+	}
 	switch {
 	case in.timedOut:
 		te.Kind, te.Message = ErrDeadline, ""
@@ -299,10 +307,12 @@ func (in *Instance) classify(name string, ce *capi.Error) *TrapError {
 		}
 	case in.rt.cfg.Fuel && in.fuelLeft() == 0:
 		te.Kind, te.Message = ErrFuel, ""
-	case strings.Contains(ce.Message, "exceeds memory limits"):
+	case in.store.MemoryRefused():
 		te.Kind = ErrMemory
-	case ce.Exited:
-		te.Message = fmt.Sprintf("guest exited with status %d", ce.ExitCode)
+	case !in.rt.cfg.memoryCreator() && name == "" && strings.Contains(ce.Message, "exceeds memory limits"):
+		// Without the memory creator, Wasmtime's store limiter refuses a memory whose minimum
+		// is above the cap with this message (and refuses growth silently).
+		te.Kind = ErrMemory
 	}
 	return te
 }

@@ -43,8 +43,16 @@ type Config struct {
 	// Fuel enables fuel metering so that Limits.Fuel can bound calls. It slows guests down
 	// (roughly 10-30%), so it is off unless asked for.
 	Fuel bool
-	// Pooling, when non-nil, uses Wasmtime's pooling instance allocator.
+	// Pooling, when non-nil, uses Wasmtime's pooling instance allocator. Its memories come
+	// from its pool with copy-on-write images, as with MemoryImages.
 	Pooling *Pooling
+	// MemoryImages keeps Wasmtime's own linear memories with copy-on-write memory images
+	// instead of Atelier's memory creator. Components with large data segments instantiate
+	// much faster (a JS gadget 4x, a Go gadget 2x; RATIONALE.md has the numbers), but a
+	// memory.grow that Limits.MaxMemory refuses during a call is invisible to the host: a
+	// guest that traps after it is reported as ErrTrap, not ErrMemory (the cap is enforced
+	// all the same, and a memory too large for the cap at instantiation is still ErrMemory).
+	MemoryImages bool
 	// Interfaces are the host interfaces (capabilities) that grants can give to instances.
 	// Their unversioned names must be unique.
 	Interfaces []HostInterface
@@ -133,6 +141,7 @@ func New(cfg Config) (*Runtime, error) {
 		Fuel:                cfg.Fuel,
 		Epoch:               true,
 		ParallelCompilation: true,
+		CapMemories:         cfg.memoryCreator(),
 	}
 	if p := cfg.Pooling; p != nil {
 		n := p.Instances
@@ -148,7 +157,10 @@ func New(cfg Config) (*Runtime, error) {
 			TotalTables: 10 * n, MaxMemorySize: uint(mem),
 		}
 	}
-	settings := fmt.Sprintf("wasmtime-%s stack=%d fuel=%t epoch=true pooling=%t cache=%d", capi.Version, cfg.MaxWasmStack, cfg.Fuel, cfg.Pooling != nil, cacheFormat)
+	// The memory creator turns copy-on-write initialisation off, which Wasmtime checks when
+	// it loads an artifact.
+	cow := !cfg.memoryCreator()
+	settings := fmt.Sprintf("wasmtime-%s stack=%d fuel=%t epoch=true pooling=%t cow=%t cache=%d", capi.Version, cfg.MaxWasmStack, cfg.Fuel, cfg.Pooling != nil, cow, cacheFormat)
 	fp := sha256.Sum256([]byte(settings))
 	rt.fingerprint = hex.EncodeToString(fp[:8])
 	if !cfg.NoCache {
@@ -174,6 +186,10 @@ func New(cfg Config) (*Runtime, error) {
 	go rt.tick()
 	return rt, nil
 }
+
+// memoryCreator reports whether Atelier's memory creator enforces Limits.MaxMemory (and so
+// tells refused growths apart); otherwise Wasmtime's store limiter does, silently.
+func (c *Config) memoryCreator() bool { return c.Pooling == nil && !c.MemoryImages }
 
 func (c *Config) validate() error {
 	var errs []error

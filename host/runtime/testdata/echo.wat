@@ -99,6 +99,12 @@
     (func (export "grow") (param i32) (result i32)
       (if (i32.eq (memory.grow (local.get 0)) (i32.const -1)) (then unreachable))
       (memory.size))
+    ;; Grows memory by `pages` and returns memory.grow's answer: the old size in pages, or -1
+    ;; when the growth is refused (a guest that copes with a refusal).
+    (func (export "try-grow") (param i32) (result i32) (memory.grow (local.get 0)))
+    ;; Read and write one byte of linear memory (bounds tests).
+    (func (export "peek") (param i32) (result i32) (i32.load8_u (local.get 0)))
+    (func (export "poke") (param i32 i32) (i32.store8 (local.get 0) (local.get 1)))
     (func $deep (export "deep") (param i32) (result i32)
       (if (result i32) (i32.eqz (local.get 0)) (then (i32.const 0))
         (else (i32.add (i32.const 1) (call $deep (i32.sub (local.get 0) (i32.const 1))))))))
@@ -312,5 +318,8 @@
   (func (export "boom") (canon lift (core func $mem "boom")))
   (func (export "spin") (canon lift (core func $mem "spin")))
   (func (export "grow") (param "pages" u32) (result u32) (canon lift (core func $mem "grow")))
+  (func (export "try-grow") (param "pages" u32) (result s32) (canon lift (core func $mem "try-grow")))
+  (func (export "peek") (param "addr" u32) (result u8) (canon lift (core func $mem "peek")))
+  (func (export "poke") (param "addr" u32) (param "v" u8) (canon lift (core func $mem "poke")))
   (func (export "deep") (param "n" u32) (result u32) (canon lift (core func $mem "deep")))
 )

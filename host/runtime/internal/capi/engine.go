@@ -22,6 +22,12 @@ type EngineConfig struct {
 	ParallelCompilation bool
 	// Pooling, when non-nil, selects the pooling instance allocator.
 	Pooling *PoolingConfig
+	// CapMemories installs Atelier's memory creator (memory.c), which enforces each store's
+	// StoreConfig.MemoryLimit itself so that Store.MemoryRefused can tell when the cap refused
+	// memory. It turns copy-on-write memory initialisation off (data segments are copied in).
+	// Ignored with Pooling: the pooling allocator takes memories from its pool, never from a
+	// memory creator.
+	CapMemories bool
 }
 
 // PoolingConfig sizes the pooling instance allocator: slots are reserved up front and reused,
@@ -38,8 +44,9 @@ type PoolingConfig struct {
 // Engine is a Wasmtime engine: compiled code and configuration shared by every store.
 // It is safe for concurrent use.
 type Engine struct {
-	ptr    *C.wasm_engine_t
-	closed atomic.Bool
+	ptr         *C.wasm_engine_t
+	capMemories bool // the memory creator is installed
+	closed      atomic.Bool
 }
 
 // NewEngine creates an engine with the component model enabled.
@@ -63,7 +70,11 @@ func NewEngine(cfg EngineConfig) *Engine {
 		C.wasmtime_pooling_allocation_strategy_set(c, pc)
 		C.wasmtime_pooling_allocation_config_delete(pc)
 	}
-	return &Engine{ptr: C.wasm_engine_new_with_config(c)} // takes ownership of c
+	capMemories := cfg.CapMemories && cfg.Pooling == nil
+	if capMemories {
+		C.atl_config_memory_creator(c)
+	}
+	return &Engine{ptr: C.wasm_engine_new_with_config(c), capMemories: capMemories} // takes ownership of c
 }
 
 // IncrementEpoch advances the engine's epoch by one tick. Safe from any goroutine.

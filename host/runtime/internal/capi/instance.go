@@ -55,14 +55,14 @@ func (f Func) call(ft *wit.FuncType, cargs, cres []C.wasmtime_component_val_t, a
 	if len(cres) > 0 {
 		pr = &cres[0]
 	}
-	if err := C.wasmtime_component_func_call(&f.f, s.ctx, pa, C.size_t(len(cargs)), pr, C.size_t(len(cres))); err != nil {
+	if err := C.atl_func_call(s.mem, &f.f, s.ctx, pa, C.size_t(len(cargs)), pr, C.size_t(len(cres))); err != nil {
 		return takeError(err)
 	}
 	var lerr error
 	if len(cres) > 0 {
 		lerr = s.lift(ft.Result, &cres[0], res)
 	}
-	if err := takeError(C.wasmtime_component_func_post_return(&f.f, s.ctx)); err != nil {
+	if err := takeError(C.atl_func_post_return(s.mem, &f.f, s.ctx)); err != nil {
 		return err
 	}
 	return lerr

@@ -74,7 +74,7 @@ func (l *Linker) DefineInstance(name string, funcs []HostFunc) error {
 // Instantiate instantiates c in s.
 func (l *Linker) Instantiate(s *Store, c *Component) (*Instance, error) {
 	in := &Instance{s: s}
-	if err := C.wasmtime_component_linker_instantiate(l.ptr, s.ctx, c.ptr, &in.inst); err != nil {
+	if err := C.atl_instantiate(s.mem, l.ptr, s.ctx, c.ptr, &in.inst); err != nil {
 		return nil, takeError(err)
 	}
 	return in, nil

@@ -34,10 +34,6 @@ void atl_wasi_stderr(wasi_config_t *cfg, uintptr_t handle) {
   wasi_config_set_stderr_custom(cfg, atl_write, (void *)handle, NULL);
 }
 
-wasmtime_store_t *atl_store_new(wasm_engine_t *engine, uintptr_t handle) {
-  return wasmtime_store_new(engine, (void *)handle, NULL);
-}
-
 uintptr_t atl_context_handle(wasmtime_context_t *ctx) {
   return (uintptr_t)wasmtime_context_get_data(ctx);
 }

@@ -19,9 +19,42 @@ wasmtime_error_t *atl_linker_define_instance(wasmtime_component_linker_t *linker
 void atl_wasi_stdout(wasi_config_t *cfg, uintptr_t handle);
 void atl_wasi_stderr(wasi_config_t *cfg, uintptr_t handle);
 
-// Creates a store whose data is `handle` (a cgo.Handle), and reads it back from a context.
-wasmtime_store_t *atl_store_new(wasm_engine_t *engine, uintptr_t handle);
+// Reads a store's data (the cgo.Handle given to atl_store_new) back from a context.
 uintptr_t atl_context_handle(wasmtime_context_t *ctx);
+
+// memory.c: Atelier's memory creator.
+
+// The memory cap of one store, shared by the store and each of its memories (refs counts them).
+typedef struct atl_memcap {
+  uint64_t cap;     // bytes each linear memory may reach
+  uint32_t refused; // set when the cap refused a memory or a growth; cleared by the Go side
+  uint32_t refs;
+} atl_memcap_t;
+
+// Installs the memory creator on an engine config and turns copy-on-write initialisation off.
+void atl_config_memory_creator(wasm_config_t *c);
+// Memories alive in the process.
+int64_t atl_live_memories(void);
+
+// Creates a store whose data is `handle` (a cgo.Handle). With `capped` (engines with the memory
+// creator) it also creates the store's cap in *mem, else *mem is NULL. NULL when out of memory.
+wasmtime_store_t *atl_store_new(wasm_engine_t *engine, uintptr_t handle, int capped, uint64_t cap,
+                                atl_memcap_t **mem);
+// Deletes the store, then drops its reference to mem (may be NULL).
+void atl_store_delete(wasmtime_store_t *store, atl_memcap_t *mem);
+
+// The Wasmtime entry points that may create memories, with `mem` (may be NULL) as the cap of
+// the memories they create.
+wasmtime_error_t *atl_instantiate(atl_memcap_t *mem, const wasmtime_component_linker_t *linker,
+                                  wasmtime_context_t *ctx, const wasmtime_component_t *comp,
+                                  wasmtime_component_instance_t *out);
+wasmtime_error_t *atl_func_call(atl_memcap_t *mem, const wasmtime_component_func_t *f,
+                                wasmtime_context_t *ctx, const wasmtime_component_val_t *args,
+                                size_t nargs, wasmtime_component_val_t *res, size_t nres);
+wasmtime_error_t *atl_func_post_return(atl_memcap_t *mem, const wasmtime_component_func_t *f,
+                                       wasmtime_context_t *ctx);
+wasmtime_error_t *atl_resource_drop(atl_memcap_t *mem, wasmtime_context_t *ctx,
+                                    const wasmtime_component_resource_any_t *r);
 
 // Makes every epoch deadline of the store call atlEpochDeadline(handle).
 void atl_store_epoch_callback(wasmtime_store_t *store, uintptr_t handle);

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"runtime/cgo"
 	"sync/atomic"
 	"unsafe"
@@ -17,9 +18,10 @@ import (
 
 // StoreConfig configures a new store.
 type StoreConfig struct {
-	// MemoryLimit caps the bytes of every linear memory in the store (0 = no cap). Wasmtime
-	// refuses the growth: the guest's memory.grow returns -1 and instantiation fails when a
-	// memory's minimum is above the cap.
+	// MemoryLimit caps the bytes of every linear memory in the store (0 = no cap): the guest's
+	// memory.grow returns -1 and instantiation fails when a memory's minimum is above the cap.
+	// On engines with EngineConfig.CapMemories the memory creator enforces it and records
+	// each refusal (MemoryRefused); otherwise Wasmtime's store limiter does, silently.
 	MemoryLimit int64
 	// Stdout and Stderr receive the guest's wasi:cli output (nil discards it).
 	Stdout, Stderr io.Writer
@@ -37,6 +39,7 @@ type Store struct {
 	eng    *Engine
 	ptr    *C.wasmtime_store_t
 	ctx    *C.wasmtime_context_t
+	mem    *C.atl_memcap_t // the memory cap, on engines with EngineConfig.CapMemories
 	self   cgo.Handle
 	owner  any
 	closed bool
@@ -55,7 +58,20 @@ type Store struct {
 func NewStore(e *Engine, cfg StoreConfig) (*Store, error) {
 	s := &Store{eng: e, owner: cfg.Owner, onDeadline: cfg.OnDeadline}
 	s.self = cgo.NewHandle(s)
-	s.ptr = C.atl_store_new(e.ptr, C.uintptr_t(s.self))
+	capped, limit := C.int(0), C.uint64_t(math.MaxUint64)
+	if e.capMemories {
+		capped = 1
+	}
+	if cfg.MemoryLimit > 0 {
+		limit = C.uint64_t(cfg.MemoryLimit)
+	}
+	var mem *C.atl_memcap_t
+	s.ptr = C.atl_store_new(e.ptr, C.uintptr_t(s.self), capped, limit, &mem)
+	if s.ptr == nil {
+		s.self.Delete()
+		return nil, errors.New("create store: out of host memory")
+	}
+	s.mem = mem
 	s.ctx = C.wasmtime_store_context(s.ptr)
 	wasi := C.wasi_config_new()
 	if cfg.Stdout != nil {
@@ -72,12 +88,28 @@ func NewStore(e *Engine, cfg StoreConfig) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("configure WASI: %w", err)
 	}
-	if cfg.MemoryLimit > 0 {
+	switch {
+	case e.capMemories:
+		// The memory creator enforces the cap; the limiter keeps Wasmtime's default bounds on
+		// the number of instances, tables and memories in the store.
+		C.wasmtime_store_limiter(s.ptr, -1, -1, -1, -1, -1)
+	case cfg.MemoryLimit > 0:
 		C.wasmtime_store_limiter(s.ptr, C.int64_t(cfg.MemoryLimit), -1, -1, -1, -1)
 	}
 	C.atl_store_epoch_callback(s.ptr, C.uintptr_t(s.self))
 	C.wasmtime_context_set_epoch_deadline(s.ctx, 1)
 	return s, nil
+}
+
+// MemoryRefused reports whether the memory cap refused a memory or a growth since the last
+// ClearMemoryRefused. It is always false on engines without EngineConfig.CapMemories.
+func (s *Store) MemoryRefused() bool { return s.mem != nil && s.mem.refused != 0 }
+
+// ClearMemoryRefused forgets earlier refusals (see MemoryRefused).
+func (s *Store) ClearMemoryRefused() {
+	if s.mem != nil {
+		s.mem.refused = 0
+	}
 }
 
 // Owner returns StoreConfig.Owner.
@@ -113,7 +145,7 @@ func (s *Store) DropResource(h wit.Handle) error {
 		return err
 	}
 	delete(s.resources, h)
-	err = takeError(C.wasmtime_component_resource_any_drop(s.ctx, r))
+	err = takeError(C.atl_resource_drop(s.mem, s.ctx, r))
 	C.wasmtime_component_resource_any_delete(r)
 	return err
 }
@@ -167,7 +199,8 @@ func (s *Store) Close() {
 		C.wasmtime_component_resource_any_delete(r)
 	}
 	s.resources = nil
-	C.wasmtime_store_delete(s.ptr)
+	C.atl_store_delete(s.ptr, s.mem) // frees the memories, then the cap
+	s.mem = nil
 	if s.scratch != nil {
 		C.free(unsafe.Pointer(&s.scratch[0]))
 		s.scratch = nil
