@@ -17,11 +17,14 @@ const userEl = h("span", { class: "user", id: "user" });
 const navEl = h("nav", { class: "top" });
 const mainEl = h("main", { id: "main" });
 
-let cleanups = [];
+// view is the render that owns the page, with the cleanups of what it started (subscriptions).
+// A render started while an earlier one still awaits replaces it: the earlier render keeps
+// writing into its own container, now detached, and its late cleanups run at once.
+let view = { cleanups: [] };
 let shown = { epoch: -1, user: null };
 
-function disposeView() {
-  for (const fn of cleanups.splice(0)) {
+function runCleanups(fns) {
+  for (const fn of fns.splice(0)) {
     try {
       fn();
     } catch {
@@ -48,21 +51,28 @@ function parseRoute() {
 }
 
 async function render() {
-  disposeView();
+  runCleanups(view.cleanups);
+  const mine = { cleanups: [] };
+  view = mine;
   shown = { epoch: conn.epoch, user: conn.user && conn.user.id };
   renderHeader();
+  const el = h("div", { class: "view" });
+  replace(mainEl, el);
   if (!conn.root) {
-    replace(mainEl, h("p", { class: "muted boot" }, "Connecting to the server…"));
+    replace(el, h("p", { class: "muted boot" }, "Connecting to the server…"));
     return;
   }
   const ctx = {
     conn,
     api: conn.api,
-    onCleanup: (fn) => cleanups.push(fn),
+    onCleanup: (fn) => {
+      mine.cleanups.push(fn);
+      if (view !== mine) runCleanups(mine.cleanups); // this render was replaced meanwhile
+    },
     refresh: () => render(),
   };
   if (!conn.api) {
-    renderAuth(mainEl, ctx);
+    renderAuth(el, ctx);
     return;
   }
   const route = parseRoute();
@@ -70,7 +80,7 @@ async function render() {
   try {
     switch (route.view) {
       case "workspace":
-        await renderWorkspace(mainEl, ctx, route);
+        await renderWorkspace(el, ctx, route);
         break;
       case "join": {
         const info = await conn.api.openWorkspace(route.id, route.key).info();
@@ -78,16 +88,16 @@ async function render() {
         break;
       }
       case "agents":
-        await renderAgents(mainEl, ctx);
+        await renderAgents(el, ctx);
         break;
       case "gatekeepers":
-        await renderGatekeepers(mainEl, ctx);
+        await renderGatekeepers(el, ctx);
         break;
       default:
-        await renderWorkspaces(mainEl, ctx);
+        await renderWorkspaces(el, ctx);
     }
   } catch (err) {
-    replace(mainEl, h("div", { class: "card error", id: "view-error" }, h("h2", null, "Could not show this page"), h("p", null, errorText(err)), h("a", { href: "#/" }, "Back to your workspaces")));
+    replace(el, h("div", { class: "card error", id: "view-error" }, h("h2", null, "Could not show this page"), h("p", null, errorText(err)), h("a", { href: "#/" }, "Back to your workspaces")));
   }
 }
 
