@@ -264,12 +264,19 @@ func StoreF64(ptr uint32, v float64) { Store64(ptr, math.Float64bits(v)) }
 // export call and returns a zeroed block of size bytes for the flattened results, whose address
 // the export returns.
 func Results(size uint32) uint32 {
+	ReleaseResults()
+	reserve()
+	return resultBlock(size)
+}
+
+// ReleaseResults frees the memory lowered for the current export's results. Generated
+// post-return functions (`cabi_post_NAME`) call it once the host has read the results; Results
+// calls it too. It neither allocates nor calls imports, as post-return requires.
+func ReleaseResults() {
 	for _, p := range results {
 		Free(p)
 	}
 	results = results[:0]
-	reserve()
-	return resultBlock(size)
 }
 
 func resultBlock(size uint32) uint32 {
