@@ -116,9 +116,12 @@ type importEntry struct {
 	resolvedRemote bool // resolve/reject received
 	releaseSent    bool
 	settled        bool
-	val            any
-	err            error
-	waiters        []func(any, error)
+	// delivering is set while settleImport runs the waiters: a waiter added meanwhile queues
+	// behind them, so calls on the promise keep their order (E-order) across its settling.
+	delivering bool
+	val        any
+	err        error
+	waiters    []func(any, error)
 }
 
 type sessionKey struct{}
@@ -734,16 +737,22 @@ func (s *Session) settleImport(e *importEntry, v any, err error) {
 		return
 	}
 	e.settled, e.val, e.err = true, v, err
-	ws := e.waiters
-	e.waiters = nil
 	dead := e.local <= 0
 	if dead {
 		e.val = nil
 	}
-	s.mu.Unlock()
-	for _, w := range ws {
-		w(v, err)
+	e.delivering = true
+	for len(e.waiters) > 0 {
+		ws := e.waiters
+		e.waiters = nil
+		s.mu.Unlock()
+		for _, w := range ws {
+			w(v, err)
+		}
+		s.mu.Lock()
 	}
+	e.delivering = false
+	s.mu.Unlock()
 	if dead {
 		disposeValue(v)
 	}
@@ -1036,10 +1045,13 @@ func (h *importHook) whenSettled(cb func(any, error)) {
 	case !e.promise:
 		s.mu.Unlock()
 		cb(&Stub{h: h, borrowed: true}, nil)
-	case e.settled:
+	case e.settled && !e.delivering:
 		v, err := e.val, e.err
 		s.mu.Unlock()
 		cb(v, err)
+	case e.settled:
+		e.waiters = append(e.waiters, cb)
+		s.mu.Unlock()
 	case s.closed:
 		err := s.err
 		s.mu.Unlock()
