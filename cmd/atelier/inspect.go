@@ -43,18 +43,14 @@ func inspect(ctx context.Context, path, cacheDir string, grants *grantList) erro
 	if err != nil {
 		return err
 	}
-	rt, err := runtime.New(runtime.Config{CacheDir: cacheDir, Interfaces: kernel.HostInterfaces(events.NewBus())})
-	if err != nil {
-		return fmt.Errorf("start runtime: %w", err)
-	}
-	defer rt.Close()
-	comp, err := rt.Compile(ctx, src)
+	rt, comp, err := compileComponent(ctx, src, cacheDir)
 	if err != nil {
 		return fmt.Errorf("compile %s: %w", path, err)
 	}
+	defer rt.Close()
 	defer comp.Close()
 	out := stdio(ctx).out
-	fmt.Fprint(out, comp.Audit())
+	fmt.Fprintln(out, comp.Audit())
 	if !grants.set {
 		return nil
 	}
@@ -63,4 +59,20 @@ func inspect(ctx context.Context, path, cacheDir string, grants *grantList) erro
 	}
 	fmt.Fprintln(out, "grants: every import is covered")
 	return nil
+}
+
+// compileComponent starts a runtime with the kernel's host interfaces (those gadgets can be
+// granted) and compiles src, a component or component WAT text, with it. The caller closes
+// both.
+func compileComponent(ctx context.Context, src []byte, cacheDir string) (*runtime.Runtime, *runtime.Component, error) {
+	rt, err := runtime.New(runtime.Config{CacheDir: cacheDir, Interfaces: kernel.HostInterfaces(events.NewBus())})
+	if err != nil {
+		return nil, nil, fmt.Errorf("start runtime: %w", err)
+	}
+	comp, err := rt.Compile(ctx, src)
+	if err != nil {
+		rt.Close()
+		return nil, nil, err
+	}
+	return rt, comp, nil
 }

@@ -32,7 +32,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		serveCommand(), loginCommand(), logoutCommand(), workspaceCommand(), gadgetCommand(),
-		gatekeeperCommand(), execCommand(), inspectCommand(), bindgenCommand(), versionCommand(),
+		gatekeeperCommand(), execCommand(), inspectCommand(), newCommand(), buildCommand(), bindgenCommand(), versionCommand(),
 	}
 }
 

@@ -1,0 +1,210 @@
+package builder
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"atelier/sdk/templates"
+)
+
+// project makes a project from a template in a temporary folder and applies edits
+// (file -> func(old) new) to it.
+func project(t *testing.T, kind, lang string, edits map[string]func(string) string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "probe")
+	if _, err := templates.Create(dir, templates.Project{Kind: kind, Lang: lang, Name: "probe"}); err != nil {
+		t.Fatal(err)
+	}
+	for name, edit := range edits {
+		path := filepath.Join(dir, name)
+		old, err := os.ReadFile(path)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(edit(string(old))), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// module is a core module exporting the functions names (type () -> ()).
+func module(names ...string) []byte {
+	b := []byte("\x00asm\x01\x00\x00\x00")
+	b = append(b, 1, 4, 1, 0x60, 0, 0) // type section: one func type () -> ()
+	funcs := []byte{byte(len(names))}
+	for range names {
+		funcs = append(funcs, 0)
+	}
+	b = append(b, 3, byte(len(funcs)))
+	b = append(b, funcs...)
+	exports := []byte{byte(len(names))}
+	for i, n := range names {
+		exports = append(exports, byte(len(n)))
+		exports = append(exports, n...)
+		exports = append(exports, 0, byte(i))
+	}
+	b = append(b, 7, byte(len(exports)))
+	b = append(b, exports...)
+	code := []byte{byte(len(names))}
+	for range names {
+		code = append(code, 2, 0, 0x0b)
+	}
+	b = append(b, 10, byte(len(code)))
+	return append(b, code...)
+}
+
+func TestCoreExports(t *testing.T) {
+	got, err := coreExports(module("increment", "atelier:gatekeeper/connector@0.1.0#describe"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"increment": true, "atelier:gatekeeper/connector@0.1.0#describe": true}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("coreExports = %v, want %v", got, want)
+	}
+	good := module("a")
+	for _, bad := range [][]byte{nil, []byte("\x00asm\x0d\x00\x01\x00"), good[:21], append(good[:8:8], 7, 9, 1)} {
+		if _, err := coreExports(bad); err == nil {
+			t.Errorf("coreExports(%x) = nil error, want one", bad)
+		}
+	}
+}
+
+// TestMissingExports checks the message for a world export the code lacks: the WIT line and
+// what to write, per language.
+func TestMissingExports(t *testing.T) {
+	dir := project(t, "gadget", "go", nil)
+	w, err := LoadWorld(dir, "probe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{"increment": true, "get": true}
+	err = missingExports(worldExports(w), func(e wantExport) bool { return have[e.core] }, goExportHint)
+	if err == nil || !strings.Contains(err.Error(), "world.wit:") || !strings.Contains(err.Error(), "export reset is not implemented") ||
+		!strings.Contains(err.Error(), "//go:wasmexport reset") {
+		t.Fatalf("missing reset: %v", err)
+	}
+	gk := project(t, "gatekeeper", "js", nil)
+	w, err = LoadWorld(gk, "probe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := missingExports(worldExports(w), func(e wantExport) bool { return e.js == "connector" }, nil); err != nil {
+		t.Fatalf("a JS module exporting connector: %v", err)
+	}
+	err = missingExports(worldExports(w), func(wantExport) bool { return false }, nil)
+	if err == nil || strings.Count(err.Error(), "named connector") != 1 {
+		t.Fatalf("a JS module without connector: %v (want one line naming connector)", err)
+	}
+}
+
+func TestReadConfig(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := ReadConfig(dir); err == nil || !strings.Contains(err.Error(), "atelier new") {
+		t.Fatalf("no atelier.json: %v", err)
+	}
+	for body, want := range map[string]string{
+		`{"kind":"gadget","lang":"rust"}`:                     "lang",
+		`{"kind":"widget","lang":"go"}`:                       "kind",
+		`{"kind":"gadget","lang":"js","entry":"../../x.js"}`:  "inside the project",
+		`{"kind":"gadget","lang":"js","entry":"/etc/passwd"}`: "inside the project",
+		`{`: "unexpected end",
+	} {
+		os.WriteFile(filepath.Join(dir, ConfigFile), []byte(body), 0o644)
+		if _, err := ReadConfig(dir); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error about %s", body, err, want)
+		}
+	}
+	os.WriteFile(filepath.Join(dir, ConfigFile), []byte(`{"kind":"gadget","lang":"ts"}`), 0o644)
+	c, err := ReadConfig(dir)
+	if err != nil || c.Entry != "app.ts" || c.Name != filepath.Base(dir) {
+		t.Fatalf("defaults: %+v, %v", c, err)
+	}
+}
+
+func TestDebianTools(t *testing.T) {
+	only := func(names ...string) func(string) bool {
+		return func(n string) bool {
+			for _, x := range names {
+				if x == n {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	if got := missingDebian(cTools, only("clang-14", "lld-14", "wasi-libc", "libclang-rt-14-dev-wasm32")); got != nil {
+		t.Errorf("versioned packages installed: missing %v, want none", got)
+	}
+	if got, want := missingDebian(cTools, only("clang")), []string{"lld", "wasi-libc", "libclang-rt-14-dev-wasm32"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("missing = %v, want %v", got, want)
+	}
+	pkgs := []string{"lld", "wasi-libc"}
+	update, install, hint := aptCommand(pkgs, 1000, false)
+	if update != nil || install != nil || hint != "sudo apt-get update && sudo apt-get install -y --no-install-recommends lld wasi-libc" {
+		t.Errorf("not root, no sudo: %q %q, hint %q", update, install, hint)
+	}
+	_, install, _ = aptCommand(pkgs, 1000, true)
+	if install[0] != "sudo" {
+		t.Errorf("with sudo: %q", install)
+	}
+	update, install, _ = aptCommand(pkgs, 0, false)
+	if update[0] != "apt-get" || install[0] != "apt-get" {
+		t.Errorf("as root: %q %q", update, install)
+	}
+}
+
+// TestBuildErrors builds broken projects and checks that each error says where and what.
+func TestBuildErrors(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped under -short: runs go, clang, node and the npm tools")
+	}
+	cache, err := DefaultCacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	drop := func(what string) func(string) string {
+		return func(s string) string { return strings.Replace(s, what, "", 1) }
+	}
+	for _, tc := range []struct {
+		name, kind, lang string
+		edits            map[string]func(string) string
+		want             []string
+	}{
+		{"go missing export", "gadget", "go", map[string]func(string) string{"main.go": drop("//go:wasmexport reset")},
+			[]string{"wit/world.wit:", "export reset is not implemented", "//go:wasmexport reset"}},
+		{"go compile error", "gadget", "go", map[string]func(string) string{"main.go": func(s string) string { return s + "\nfunc broken() { undefinedThing() }\n" }},
+			[]string{"go build failed", "probe/main.go:", "undefined: undefinedThing"}},
+		{"go wrong signature", "gadget", "go", map[string]func(string) string{"main.go": func(s string) string {
+			return strings.Replace(s, "func increment(by uint32) uint64", "func increment(by uint64) uint64", 1)
+		}}, []string{"does not match world probe"}},
+		{"ts syntax error", "gadget", "ts", map[string]func(string) string{"app.ts": func(s string) string { return strings.Replace(s, "return load();", "return load(;", 1) }},
+			[]string{"app.ts has errors", "app.ts:", "return load(;"}},
+		{"js missing export", "gadget", "js", map[string]func(string) string{"app.js": func(s string) string { return strings.Replace(s, "export function reset", "function reset", 1) }},
+			[]string{"export reset is not implemented", "named reset"}},
+		{"c missing export", "gadget", "c", map[string]func(string) string{"main.c": drop(`__attribute__((export_name("get")))`)},
+			[]string{"export get is not implemented", `export_name("get")`}},
+		{"c compile error", "gadget", "c", map[string]func(string) string{"main.c": func(s string) string { return s + "\nint broken(void) { return nope; }\n" }},
+			[]string{"clang failed", "main.c:", "nope"}},
+		{"wit error", "gadget", "js", map[string]func(string) string{"wit/world.wit": func(s string) string { return strings.Replace(s, "-> u64;", "-> u64", 1) }},
+			[]string{"WIT has errors", "world.wit:"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := project(t, tc.kind, tc.lang, tc.edits)
+			_, err := Build(context.Background(), dir, Options{CacheDir: cache})
+			if err == nil {
+				t.Fatal("Build succeeded, want an error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not mention %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}

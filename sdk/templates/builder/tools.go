@@ -1,0 +1,239 @@
+package builder
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"atelier/sdk/templates"
+)
+
+// tickEvery is how often a long step reports that it is still running.
+const tickEvery = 10 * time.Second
+
+// progress writes one progress line.
+func (b *build) progress(format string, args ...any) {
+	fmt.Fprintf(b.log, "atelier build: "+format+"\n", args...)
+}
+
+// run runs cmd, printing a line every tickEvery while it runs, and returns its output. With
+// echo the output also goes to the progress log as it comes (apt), else it is only returned
+// (npm, compilers: their errors are shown with the error).
+func (b *build) run(what string, cmd *exec.Cmd, echo bool) ([]byte, error) {
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if echo {
+		cmd.Stdout = io.MultiWriter(&out, b.log)
+	}
+	cmd.Stderr = cmd.Stdout
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	tick := time.NewTicker(tickEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			return out.Bytes(), err
+		case <-tick.C:
+			b.progress("%s: still running (%s)", what, time.Since(start).Round(time.Second))
+		}
+	}
+}
+
+// lockFile takes an exclusive lock on path (created if missing) and returns its release: one
+// build at a time installs tools or writes a cache entry, also across processes.
+func lockFile(path string) (func(), error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// fsHash returns the hex sha256 of every file of fsys, by name and content.
+func fsHash(fsys fs.FS) (string, error) {
+	h := sha256.New()
+	err := fs.WalkDir(fsys, ".", func(name string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s %d\n", name, len(data))
+		h.Write(data)
+		return nil
+	})
+	return hex.EncodeToString(h.Sum(nil)), err
+}
+
+// nodeTools extracts the componentize folder into the cache and installs its npm packages
+// from the lock file on first use. It returns the path of componentize.mjs.
+func (b *build) nodeTools(ctx context.Context) (string, error) {
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return "", fmt.Errorf("%s not found: install Node.js 18 or newer (Debian: sudo apt-get install nodejs npm)", tool)
+		}
+	}
+	src := templates.Componentize()
+	sum, err := fsHash(src)
+	if err != nil {
+		return "", err
+	}
+	b.toolsHash = sum
+	dir := filepath.Join(b.cache, "tools", "componentize-"+sum[:12])
+	unlock, err := lockFile(filepath.Join(b.cache, "tools", ".lock"))
+	if err != nil {
+		return "", fmt.Errorf("npm tools: %w", err)
+	}
+	defer unlock()
+	script := filepath.Join(dir, "componentize.mjs")
+	marker := filepath.Join(dir, "node_modules", ".atelier-installed")
+	if _, err := os.Stat(marker); err == nil {
+		return script, nil
+	}
+	if err := extract(src, dir); err != nil {
+		return "", fmt.Errorf("extract the npm tools' manifest into %s: %w", dir, err)
+	}
+	b.progress("installing npm tools (jco, componentize-qjs; about 340 MB, once) into %s", dir)
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund", "--loglevel=http")
+	cmd.Dir = dir
+	if out, err := b.run("npm ci", cmd, false); err != nil {
+		return "", fmt.Errorf("npm ci in %s failed (%v): check that the npm registry is reachable, then run atelier build again\n%s", dir, err, tail(out, 20))
+	}
+	if err := os.WriteFile(marker, nil, 0o644); err != nil {
+		return "", err
+	}
+	b.progress("npm tools installed in %s", time.Since(start).Round(100*time.Millisecond))
+	return script, nil
+}
+
+// extract writes the files of fsys into dir, replacing those of an interrupted earlier run.
+func extract(fsys fs.FS, dir string) error {
+	return fs.WalkDir(fsys, ".", func(name string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dir, filepath.FromSlash(name))
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		data, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, 0o644)
+	})
+}
+
+// tail returns the last n lines of out.
+func tail(out []byte, n int) string {
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// debianNeed is one Debian package a C build needs; any of names counts as installed, and
+// install is the one apt installs when none is.
+type debianNeed struct {
+	names   []string
+	install string
+}
+
+// cTools are the Debian packages of a C build.
+var cTools = []debianNeed{
+	{[]string{"clang", "clang-14"}, "clang"},
+	{[]string{"lld", "lld-14"}, "lld"},
+	{[]string{"wasi-libc"}, "wasi-libc"},
+	{[]string{"libclang-rt-14-dev-wasm32"}, "libclang-rt-14-dev-wasm32"},
+}
+
+// installed reports whether dpkg lists the package as installed.
+func installed(name string) bool {
+	out, err := exec.Command("dpkg-query", "-W", "-f=${Status}", name).Output()
+	return err == nil && strings.Contains(string(out), "install ok installed")
+}
+
+// missingDebian returns the packages of needs that are not installed.
+func missingDebian(needs []debianNeed, isInstalled func(string) bool) []string {
+	var missing []string
+	for _, n := range needs {
+		found := false
+		for _, name := range n.names {
+			if isInstalled(name) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			missing = append(missing, n.install)
+		}
+	}
+	return missing
+}
+
+// aptCommand returns how to install pkgs: the command line to run as uid, with sudo when not
+// root. It returns nil when not root and there is no sudo; hint is the command to show then.
+func aptCommand(pkgs []string, uid int, haveSudo bool) (update, install []string, hint string) {
+	args := append([]string{"apt-get", "install", "-y", "--no-install-recommends"}, pkgs...)
+	hint = "sudo apt-get update && sudo " + strings.Join(args, " ")
+	switch {
+	case uid == 0:
+		return []string{"apt-get", "update"}, args, hint
+	case haveSudo:
+		return []string{"sudo", "apt-get", "update"}, append([]string{"sudo"}, args...), hint
+	}
+	return nil, nil, hint
+}
+
+// debianTools installs the missing packages of needs with apt (with sudo when not root).
+func (b *build) debianTools(ctx context.Context, needs []debianNeed) error {
+	if _, err := exec.LookPath("dpkg-query"); err != nil {
+		return nil // not Debian: the compiler lookup will say what is missing
+	}
+	missing := missingDebian(needs, installed)
+	if len(missing) == 0 {
+		return nil
+	}
+	_, sudoErr := exec.LookPath("sudo")
+	update, install, hint := aptCommand(missing, os.Getuid(), sudoErr == nil)
+	if install == nil {
+		return fmt.Errorf("the C toolchain is missing (%s) and installing it needs root: run\n  %s\nthen run atelier build again",
+			strings.Join(missing, ", "), hint)
+	}
+	b.progress("installing Debian packages for C: %s (%s)", strings.Join(missing, " "), strings.Join(install, " "))
+	for _, argv := range [][]string{update, install} {
+		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+		cmd.Stdin = os.Stdin // sudo may ask for a password
+		if out, err := b.run(strings.Join(argv, " "), cmd, true); err != nil {
+			return fmt.Errorf("%s failed (%v): run it yourself:\n  %s\n%s", strings.Join(argv, " "), err, hint, tail(out, 10))
+		}
+	}
+	return nil
+}

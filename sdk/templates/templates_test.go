@@ -1,0 +1,100 @@
+package templates
+
+import (
+	"bytes"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCreate writes every template and checks what a user's project must be: no import of
+// the atelier module, the Go helpers vendored under the project's module, every template
+// action rendered, the WIT dependencies present.
+func TestCreate(t *testing.T) {
+	for _, kind := range Kinds {
+		for _, lang := range Langs(kind) {
+			t.Run(kind+"/"+lang, func(t *testing.T) {
+				dir := filepath.Join(t.TempDir(), "my-thing")
+				files, err := Create(dir, Project{Kind: kind, Lang: lang, Name: "my-thing"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				has := map[string]bool{}
+				for _, f := range files {
+					has[f] = true
+					data, err := os.ReadFile(filepath.Join(dir, f))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if bytes.Contains(data, []byte(`"atelier/`)) {
+						t.Errorf("%s imports the atelier module, which a user's module cannot", f)
+					}
+					if bytes.Contains(data, []byte("[[")) && !strings.HasSuffix(f, ".wit") {
+						t.Errorf("%s holds an unrendered template action", f)
+					}
+				}
+				for _, want := range []string{"atelier.json", "README.md", ".gitignore", "wit/world.wit", "wit/deps/host/host.wit"} {
+					if !has[want] {
+						t.Errorf("no %s among %v", want, files)
+					}
+				}
+				if lang == "go" && !has["internal/cabi/cabi.go"] {
+					t.Errorf("the Go helpers are not vendored: %v", files)
+				}
+				if lang == "go" {
+					main, _ := os.ReadFile(filepath.Join(dir, "main.go"))
+					if !bytes.Contains(main, []byte(`"my-thing/internal/`)) {
+						t.Errorf("main.go does not import the vendored helpers:\n%s", main)
+					}
+				}
+				if kind == "gatekeeper" && !has["manifest.json"] {
+					t.Errorf("a gatekeeper project has no manifest.json: %v", files)
+				}
+			})
+		}
+	}
+}
+
+func TestCreateRefuses(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		p    Project
+		want string
+	}{
+		{Project{Kind: "gadget", Lang: "rust", Name: "x"}, "no gadget template for language"},
+		{Project{Kind: "gatekeeper", Lang: "c", Name: "x"}, "want one of go, js"},
+		{Project{Kind: "plugin", Lang: "go", Name: "x"}, "unknown kind"},
+		{Project{Kind: "gadget", Lang: "go", Name: "My_Counter"}, "bad name"},
+		{Project{Kind: "gadget", Lang: "go", Name: "../escape"}, "bad name"},
+		{Project{Kind: "gadget", Lang: "go", Name: "a--b"}, "bad name"},
+	} {
+		if _, err := Create(filepath.Join(dir, "p"), tc.p); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Create(%+v) = %v, want an error with %q", tc.p, err, tc.want)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "keep.txt"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Create(dir, Project{Kind: "gadget", Lang: "js", Name: "x"}); err == nil || !strings.Contains(err.Error(), "not empty") {
+		t.Errorf("Create into a non-empty folder = %v, want a refusal", err)
+	}
+}
+
+func TestCamelCase(t *testing.T) {
+	for in, want := range map[string]string{"increment": "increment", "resource-kinds": "resourceKinds", "a-b-c": "aBC"} {
+		if got := CamelCase(in); got != want {
+			t.Errorf("CamelCase(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestComponentize checks the embedded npm folder has what the builder runs.
+func TestComponentize(t *testing.T) {
+	for _, name := range []string{"package.json", "package-lock.json", "componentize.mjs"} {
+		if _, err := fs.Stat(Componentize(), name); err != nil {
+			t.Error(err)
+		}
+	}
+}
