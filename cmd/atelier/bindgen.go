@@ -16,7 +16,7 @@ import (
 func bindgenCommand() command {
 	return command{
 		name:    "bindgen",
-		usage:   "--lang go|ts --world NAME --out DIR [--package NAME] WIT_PATH...",
+		usage:   "--lang go|ts --world NAME --out DIR [--package NAME] [--cabi PATH] WIT_PATH...",
 		summary: "generate guest bindings (Go) or TypeScript declarations from a WIT world",
 		details: `Reads WIT (each WIT_PATH is a .wit file or a directory holding one package, with its
 dependencies in deps/), picks the world, and writes bindings into DIR.
@@ -28,7 +28,8 @@ that package's only world.
   --lang go   writes a Go package (types.go, abi_wasip1.go) for guests built with
               GOOS=wasip1 GOARCH=wasm -buildmode=c-shared: typed functions for the imports, Go
               interfaces to implement for the exports, and the canonical ABI between them. It
-              uses atelier/sdk/go/cabi. The package name defaults to the world's name.
+              uses atelier/sdk/go/cabi, or the copy --cabi names (projects made by atelier new
+              have one in internal/cabi). The package name defaults to the world's name.
   --lang ts   writes NAME.d.ts: TypeScript declarations of what the world exports, as a JS
               gadget implements it and as describe_binding shows it (--package names the
               declared binding, default: the world's name).
@@ -40,6 +41,7 @@ Example:
 			world := fs.String("world", "", "the world to generate bindings for (default: the only one)")
 			out := fs.String("out", "", "output directory (created if missing)")
 			pkg := fs.String("package", "", "Go package name (go) or binding name (ts); default: the world's name")
+			cabi := fs.String("cabi", gogen.DefaultCABI, "import path of the canonical-ABI helper package the Go bindings use (a copy of atelier/sdk/go/cabi in your module)")
 			return func(ctx context.Context, args []string) error {
 				if len(args) == 0 {
 					return usageError{"want at least one WIT file or directory"}
@@ -50,7 +52,7 @@ Example:
 				if *lang != "go" && *lang != "ts" {
 					return usageError{fmt.Sprintf("--lang must be go or ts, not %q", *lang)}
 				}
-				files, err := bindgen(*lang, *world, *pkg, args)
+				files, err := bindgen(*lang, *world, *pkg, *cabi, args)
 				if err != nil {
 					return err
 				}
@@ -71,17 +73,13 @@ Example:
 }
 
 // bindgen loads the WIT at paths, selects the world and generates the files for lang.
-func bindgen(lang, world, name string, paths []string) ([]gogen.File, error) {
-	res, roots, err := wit.Load(paths...)
-	if err != nil {
-		return nil, err
-	}
-	w, err := res.SelectWorld(roots[0], world)
+func bindgen(lang, world, name, cabi string, paths []string) ([]gogen.File, error) {
+	w, err := wit.LoadWorld(world, paths...)
 	if err != nil {
 		return nil, err
 	}
 	if lang == "go" {
-		return gogen.Generate(w, gogen.Options{Package: name})
+		return gogen.Generate(w, gogen.Options{Package: name, CABI: cabi})
 	}
 	if name == "" {
 		name = tsdecl.Name(w.Name)

@@ -44,9 +44,12 @@ func TestCreate(t *testing.T) {
 					t.Errorf("the Go helpers are not vendored: %v", files)
 				}
 				if lang == "go" {
-					main, _ := os.ReadFile(filepath.Join(dir, "main.go"))
-					if !bytes.Contains(main, []byte(`"my-thing/internal/`)) {
-						t.Errorf("main.go does not import the vendored helpers:\n%s", main)
+					want := `"my-thing/internal/` // a gatekeeper's vendored helpers
+					if kind == "gadget" {
+						want = `"my-thing/bindings"` // what atelier build generates
+					}
+					if main, _ := os.ReadFile(filepath.Join(dir, "main.go")); !bytes.Contains(main, []byte(want)) {
+						t.Errorf("main.go does not import %s:\n%s", want, main)
 					}
 				}
 				if kind == "gatekeeper" && !has["manifest.json"] {

@@ -232,6 +232,16 @@ func newPackage(named *parsedPackage, parts []*parsedPackage, files []string) *P
 	return p
 }
 
+// LoadWorld loads paths (as Load does) and selects world name in the package of the first
+// path (as SelectWorld does): what a bindings generator starts from.
+func LoadWorld(name string, paths ...string) (*World, error) {
+	res, roots, err := Load(paths...)
+	if err != nil {
+		return nil, err
+	}
+	return res.SelectWorld(roots[0], name)
+}
+
 // SelectWorld picks the world of root that bindings are made for, following the WIT
 // conventions: with an empty name, root's only world; with a plain name, root's world of that
 // name; with a path ("wasi:cli/command@0.2.12"), that world of any package of r.

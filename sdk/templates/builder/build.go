@@ -80,6 +80,11 @@ func Build(ctx context.Context, dir string, opt Options) (*Result, error) {
 	if b.world, err = LoadWorld(dir, b.cfg.World); err != nil {
 		return nil, err
 	}
+	if b.cfg.Kind == "gadget" && b.cfg.Lang == "go" {
+		if err := b.generateGoBindings(); err != nil {
+			return nil, err
+		}
+	}
 	script, err := b.nodeTools(ctx)
 	if err != nil {
 		return nil, err

@@ -176,13 +176,13 @@ func TestBuildErrors(t *testing.T) {
 		edits            map[string]func(string) string
 		want             []string
 	}{
-		{"go missing export", "gadget", "go", map[string]func(string) string{"main.go": drop("//go:wasmexport reset")},
-			[]string{"wit/world.wit:", "export reset is not implemented", "//go:wasmexport reset"}},
+		{"go missing export", "gadget", "go", map[string]func(string) string{"main.go": func(s string) string { return strings.Replace(s, "func (counter) Reset()", "func (counter) reset()", 1) }},
+			[]string{"go build failed", "missing method Reset"}},
 		{"go compile error", "gadget", "go", map[string]func(string) string{"main.go": func(s string) string { return s + "\nfunc broken() { undefinedThing() }\n" }},
 			[]string{"go build failed", "probe/main.go:", "undefined: undefinedThing"}},
 		{"go wrong signature", "gadget", "go", map[string]func(string) string{"main.go": func(s string) string {
-			return strings.Replace(s, "func increment(by uint32) uint64", "func increment(by uint64) uint64", 1)
-		}}, []string{"does not match world probe"}},
+			return strings.Replace(s, "func (counter) Increment(by uint32) uint64", "func (counter) Increment(by uint64) uint64", 1)
+		}}, []string{"go build failed", "wrong type for method Increment"}},
 		{"ts syntax error", "gadget", "ts", map[string]func(string) string{"app.ts": func(s string) string { return strings.Replace(s, "return load();", "return load(;", 1) }},
 			[]string{"app.ts has errors", "app.ts:", "return load(;"}},
 		{"js missing export", "gadget", "js", map[string]func(string) string{"app.js": func(s string) string { return strings.Replace(s, "export function reset", "function reset", 1) }},

@@ -9,7 +9,8 @@
 // are implemented with; abi_wasip1.go (GOOS=wasip1 only) holds the `//go:wasmimport` functions
 // and their typed wrappers, the `//go:wasmexport` shims and the lifting and lowering code. The
 // generated code needs atelier/sdk/go/cabi at run time (its cabi_realloc, memory checks and
-// helpers).
+// helpers), or a copy of it under another import path (Options.CABI), as projects outside
+// this module have.
 //
 // # Type mapping
 //
@@ -59,6 +60,7 @@ package gogen
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"go/ast"
 	"go/format"
@@ -76,7 +78,13 @@ import (
 type Options struct {
 	// Package is the Go package name; empty means the world's name, without dashes.
 	Package string
+	// CABI is the import path of the canonical-ABI helper package; empty means
+	// DefaultCABI.
+	CABI string
 }
+
+// DefaultCABI is the import path of the canonical-ABI helpers in this module.
+const DefaultCABI = "atelier/sdk/go/cabi"
 
 // File is one generated Go source file.
 type File struct {
@@ -88,6 +96,7 @@ type File struct {
 type gen struct {
 	world *wit.World
 	pkg   string
+	cabi  string // import path of the cabi package
 
 	idents  map[string]string         // exported Go identifier -> what it names
 	defName map[*wit.TypeDef]string   // Go name of each generated definition
@@ -107,7 +116,7 @@ type gen struct {
 // Generate returns the Go bindings of world w.
 func Generate(w *wit.World, opts Options) ([]File, error) {
 	g := &gen{
-		world: w, pkg: opts.Package,
+		world: w, pkg: opts.Package, cabi: cmp.Or(opts.CABI, DefaultCABI),
 		idents: map[string]string{}, defName: map[*wit.TypeDef]string{}, guest: map[*wit.TypeDef]bool{},
 		owner: map[*wit.TypeDef]string{}, tuples: map[int]bool{}, done: map[string]bool{},
 		implOf: map[*wit.Interface]string{},
@@ -141,10 +150,10 @@ func Generate(w *wit.World, opts Options) ([]File, error) {
 	return []File{{Name: "types.go", Src: types}, {Name: "abi_wasip1.go", Src: abi}}, nil
 }
 
-// packages are the packages generated code may use, by the name it refers to them with.
+// packages are the standard packages generated code may use, by the name it refers to them
+// with; "cabi" is the canonical-ABI helper package (gen.cabi).
 var packages = map[string]string{
-	"cabi": "atelier/sdk/go/cabi", "errors": "errors", "fmt": "fmt", "math": "math",
-	"strconv": "strconv", "strings": "strings",
+	"errors": "errors", "fmt": "fmt", "math": "math", "strconv": "strconv", "strings": "strings",
 }
 
 // file assembles and formats one generated file, importing the packages its body uses.
@@ -165,7 +174,9 @@ func (g *gen) file(which, constraint string, body *bytes.Buffer) ([]byte, error)
 	used := map[string]bool{}
 	ast.Inspect(f, func(n ast.Node) bool {
 		if sel, ok := n.(*ast.SelectorExpr); ok {
-			if id, ok := sel.X.(*ast.Ident); ok && packages[id.Name] != "" {
+			if id, ok := sel.X.(*ast.Ident); ok && id.Name == "cabi" {
+				used[strconv.Quote(g.cabi)] = true
+			} else if ok && packages[id.Name] != "" {
 				used[strconv.Quote(packages[id.Name])] = true
 			}
 		}
