@@ -10,7 +10,7 @@ import (
 
 func TestBindgenHelp(t *testing.T) {
 	out := ok(t, "help", "bindgen")
-	for _, want := range []string{"--lang go|ts --world NAME --out DIR [--package NAME] WIT_PATH...", "abi_wasip1.go", ".d.ts"} {
+	for _, want := range []string{"--lang go|ts --world NAME --out DIR [--package NAME] [--cabi PATH] WIT_PATH...", "abi_wasip1.go", ".d.ts"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("atelier help bindgen lacks %q:\n%s", want, out)
 		}

@@ -150,6 +150,8 @@ func findImport(dir, iface string) string {
 	if at := findLine(dir, mentions); at != "" {
 		return at
 	}
+	// The Go functions that call the interface: those of a vendored internal/host file that
+	// imports it, and the generated bindings' wrappers of its functions.
 	var calls []string
 	files, _ := filepath.Glob(filepath.Join(dir, "internal", "host", "*.go"))
 	for _, f := range files {
@@ -159,6 +161,18 @@ func findImport(dir, iface string) string {
 		}
 		for _, m := range exportedFunc.FindAllStringSubmatch(string(src), -1) {
 			calls = append(calls, "host."+m[1]+"(")
+		}
+	}
+	generated, _ := filepath.Glob(filepath.Join(dir, "bindings", "*.go"))
+	for _, f := range generated {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, m := range importWrapper.FindAllStringSubmatch(string(src), -1) {
+			if m[2] == iface {
+				calls = append(calls, "bindings."+m[1]+"(")
+			}
 		}
 	}
 	if len(calls) == 0 {
@@ -177,8 +191,12 @@ func findImport(dir, iface string) string {
 // exportedFunc matches the declaration of an exported Go function.
 var exportedFunc = regexp.MustCompile(`(?m)^func ([A-Z]\w*)\(`)
 
+// importWrapper matches the doc comment of a generated bindings function that calls an
+// imported WIT function: the Go name and the interface (without its version).
+var importWrapper = regexp.MustCompile("(?m)^// (\\w+) calls the imported function `[^`]+` of ([^@\\s]+)@")
+
 // findLine returns "file:line" of the first line of the project's own sources (not wit/,
-// internal/ or build/) for which match is true, or "".
+// internal/, the generated bindings/ or build/) for which match is true, or "".
 func findLine(dir string, match func(string) bool) string {
 	found := ""
 	filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
@@ -187,7 +205,7 @@ func findLine(dir string, match func(string) bool) string {
 		}
 		rel, _ := filepath.Rel(dir, path)
 		if d.IsDir() {
-			if rel == "wit" || rel == "internal" || rel == "build" || d.Name() == "node_modules" {
+			if rel == "wit" || rel == "internal" || rel == "bindings" || rel == "build" || d.Name() == "node_modules" {
 				return filepath.SkipDir
 			}
 			return nil

@@ -55,8 +55,8 @@ func TestBuildChecks(t *testing.T) {
 	}
 	// A Go gadget that publishes events without the grant: the source line is named.
 	dir = newProject(t, "gadget", "go", map[string]func(string) string{"main.go": func(s string) string {
-		return strings.Replace(s, `host.Log(host.Info, "reset")`, `host.Log(host.Info, "reset")
-	_ = host.Publish("count", "0")`, 1)
+		return strings.Replace(s, `bindings.LogWrite(bindings.LevelInfo, "reset")`, `bindings.LogWrite(bindings.LevelInfo, "reset")
+	_ = bindings.EventsPublish("count", "0")`, 1)
 	}})
 	fails(t, 1, []string{"build", dir}, "main.go:", "imports atelier:host/events@0.1.0", "stop using it")
 	// A gatekeeper whose resource kinds differ from its manifest's: refused as install would.
