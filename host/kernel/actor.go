@@ -33,9 +33,12 @@ type actor struct {
 	ready   chan struct{} // closed once prog/exec or loadErr is set
 	sha     string        // the code's hash, whose shared program prog is
 	prog    *program
-	exec    runner                // the instance: a runtime.Slot or a jsruntime.Gadget
+	exec    runner                // the instance: comp, or a jsruntime.Gadget
+	comp    *componentExec        // a component's instance (nil for a JS gadget)
 	exports map[string]exportFunc // RPC name ("fn", "iface.fn") -> the export
-	loadErr error
+	// resources are the component's exported resource types by resourceKey.
+	resources map[string]*resourceType
+	loadErr   error
 
 	lastUsed atomic.Int64 // unix nanoseconds
 	binds    bool         // the gadget may call bindings: calls carry the call chain
@@ -53,7 +56,7 @@ type actor struct {
 }
 
 // runner runs a gadget's calls in its one live instance, replacing the instance when a call
-// retires it (runtime.Slot for a component, jsruntime.Gadget for a JS gadget).
+// retires it (componentExec for a component, jsruntime.Gadget for a JS gadget).
 type runner interface {
 	Call(ctx context.Context, fn string, args ...any) (any, error)
 	Close() error
@@ -144,10 +147,11 @@ func (a *actor) load(ctx context.Context, g store.Gadget) {
 		BindingsGrant: bindingCaller{a},
 	}
 	if prog.comp != nil {
-		a.exec = k.cfg.Runtime.NewSlot(prog.comp, runtime.InstanceConfig{
+		a.comp = &componentExec{rt: k.cfg.Runtime, comp: prog.comp, cfg: runtime.InstanceConfig{
 			Name: string(g.ID), Grants: grantSet(g.Grants), Limits: k.cfg.Limits, Console: a.console, Bind: bind,
-		})
-		a.exports = k.surfaces.component(a.sha, prog.comp).exports
+		}}
+		sf := k.surfaces.component(a.sha, prog.comp)
+		a.exec, a.exports, a.resources = a.comp, sf.exports, sf.resources
 		return
 	}
 	if a.loadErr = a.loadJS(ctx, g, bind); a.loadErr != nil {
@@ -209,19 +213,22 @@ func (r *reply) held() bool {
 
 // call runs one call of export fn and returns its result once the output gate lets it go.
 func (a *actor) call(ctx context.Context, fn string, args []any) (any, error) {
-	r, err := a.run(ctx, fn, args)
+	r, err := a.run(ctx, fn, args, nil)
 	if err != nil {
 		return nil, err
 	}
 	return r.wait()
 }
 
-// run runs one call of export fn in the instance, submits its writes and returns its held
-// reply. A trap discards the call's writes and events; the next call gets a fresh instance.
-func (a *actor) run(ctx context.Context, fn string, args []any) (*reply, error) {
+// run runs one call of export fn in the instance (or, when c is set, the stub's call c, which
+// brings its own arguments), submits its writes and returns its held reply. A trap discards the
+// call's writes and events; the next call gets a fresh instance.
+func (a *actor) run(ctx context.Context, fn string, args []any, c *rpcCall) (*reply, error) {
 	start := time.Now()
 	if err := a.lock(ctx); err != nil {
-		a.stats.record(start, err)
+		if c == nil || c.drop == nil {
+			a.stats.record(start, err)
+		}
 		return nil, err
 	}
 	defer a.unlock()
@@ -233,7 +240,13 @@ func (a *actor) run(ctx context.Context, fn string, args []any) (*reply, error) 
 	if a.binds {
 		ctx = withCaller(ctx, a.id)
 	}
-	res, err := a.exec.Call(ctx, fn, args...)
+	var res any
+	var err error
+	if c != nil {
+		res, err = c.invoke(ctx, a)
+	} else {
+		res, err = a.exec.Call(ctx, fn, args...)
+	}
 	a.lastUsed.Store(now)
 	r := &reply{a: a, res: res, err: err, gate: a.gate, start: start}
 	if err != nil && isTrap(err) {
@@ -362,6 +375,10 @@ func (a *actor) settled() bool {
 		return false
 	}
 }
+
+// pinned reports whether stubs hold resources of the live instance, which keeps it from
+// being evicted as idle; the caller holds the turn.
+func (a *actor) pinned() bool { return a.comp != nil && a.comp.pinned() }
 
 // retire waits for the call in flight and the last commit, then stops the actor.
 func (a *actor) retire() {

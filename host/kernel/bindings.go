@@ -57,7 +57,7 @@ func (b bindingCaller) CallBinding(ctx context.Context, name, method string, arg
 	if !ok {
 		return nil, fail(CodeNotFound, "the gadget bound as %q has no exported function %q", name, method)
 	}
-	if err := fn.checkArity(method, args); err != nil {
+	if err := fn.checkJSON(method, args); err != nil {
 		return nil, err
 	}
 	return a.call(ctx, fn.name, args)

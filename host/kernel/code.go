@@ -98,8 +98,9 @@ func (c *codeCache) count() int {
 
 // surface is a code version's RPC surface: what Code Mode lists and binds without running it.
 type surface struct {
-	exports map[string]exportFunc // RPC name -> the export (exportNames)
-	items   []wit.Item            // a component's exports; nil for a JS gadget
+	exports   map[string]exportFunc    // RPC name -> the export (exportNames)
+	resources map[string]*resourceType // a component's exported resources (exportNames)
+	items     []wit.Item               // a component's exports; nil for a JS gadget
 }
 
 // maxSurfaces bounds the remembered surfaces; the set starts over when full.
@@ -133,7 +134,8 @@ func (s *surfaces) component(sha string, comp *runtime.Component) *surface {
 		return sf
 	}
 	items := comp.Audit().Exports
-	sf := &surface{exports: exportNames(items), items: items}
+	exports, resources := exportNames(items)
+	sf := &surface{exports: exports, resources: resources, items: items}
 	s.put(sha, sf)
 	return sf
 }

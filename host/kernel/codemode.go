@@ -149,7 +149,7 @@ func (b *codeBinding) Call(ctx context.Context, method string, args []any) (any,
 		if !ok {
 			return fail(CodeNotFound, "gadget %s has no exported function %q", rec.Name, method)
 		}
-		if err := fn.checkArity(method, args); err != nil {
+		if err := fn.checkJSON(method, args); err != nil {
 			return err
 		}
 		res, err = a.call(ctx, fn.name, args)

@@ -173,15 +173,18 @@ func (g *Gadget) Connect(ctx context.Context) (*Connection, error) {
 type Connection struct {
 	g     *Gadget
 	funcs map[string]exportFunc // RPC method name -> the export
-	// ifaces maps an exported interface's property name to its functions.
-	ifaces map[string]*Connection
+	// props maps an exported interface's (or resource's) property name to its functions.
+	props map[string]*Connection
+	order order
 }
 
 // exportFunc is an exported function: the name the runtime calls it by, and its type (nil
 // for a JS gadget's method, which takes any arguments).
 type exportFunc struct {
-	name string
-	ft   *wit.FuncType
+	name  string
+	ft    *wit.FuncType
+	scope string // the exported interface holding it ("" at top level): its resources' scope
+	res   bool   // it takes or returns a resource
 }
 
 // checkArity refuses a call with the wrong number of arguments before it reaches the runtime.
@@ -189,55 +192,94 @@ func (f exportFunc) checkArity(method string, args []any) error {
 	if f.ft == nil {
 		return nil
 	}
-	if want := len(f.ft.Params); len(args) != want {
+	return checkArity(method, len(f.ft.Params), f.ft, args)
+}
+
+// checkJSON is checkArity for callers that carry JSON only (Code Mode, bindings, schedules),
+// which cannot hold a resource.
+func (f exportFunc) checkJSON(method string, args []any) error {
+	if f.res {
+		return fail(CodeFailedPrecondition, "%s takes or returns a resource (%s), which only a connect() stub can hold; Code Mode, bindings and schedules carry JSON only", method, f.ft)
+	}
+	return f.checkArity(method, args)
+}
+
+// checkArity refuses args unless there are want of them (the arguments of ft a caller passes).
+func checkArity(method string, want int, ft *wit.FuncType, args []any) error {
+	if len(args) != want {
 		noun := "arguments"
 		if want == 1 {
 			noun = "argument"
 		}
-		return fail(CodeInvalidArgument, "%s takes %d %s (%s), got %d", method, want, noun, f.ft, len(args))
+		return fail(CodeInvalidArgument, "%s takes %d %s (%s), got %d", method, want, noun, ft, len(args))
 	}
 	return nil
 }
 
 var _ capnweb.DynamicTarget = (*Connection)(nil)
 
-// newConnection builds the surface of exports ("fn" and "iface.fn", see exportNames): top-level
-// functions are methods, exported interfaces are properties.
+// newConnection builds the surface of exports (RPC names "a.b.fn", see exportNames): the last
+// part of a name is a method, the parts before it are properties.
 func newConnection(g *Gadget, exports map[string]exportFunc) *Connection {
-	c := &Connection{g: g, funcs: map[string]exportFunc{}, ifaces: map[string]*Connection{}}
+	c := &Connection{g: g, funcs: map[string]exportFunc{}, props: map[string]*Connection{}}
 	for name, fn := range exports {
-		iface, method, nested := strings.Cut(name, ".")
-		if !nested {
-			c.funcs[name] = fn
-			continue
+		at := c
+		parts := strings.Split(name, ".")
+		for _, p := range parts[:len(parts)-1] {
+			sub := at.props[p]
+			if sub == nil {
+				sub = &Connection{g: g, funcs: map[string]exportFunc{}, props: map[string]*Connection{}}
+				at.props[p] = sub
+			}
+			at = sub
 		}
-		sub := c.ifaces[iface]
-		if sub == nil {
-			sub = &Connection{g: g, funcs: map[string]exportFunc{}}
-			c.ifaces[iface] = sub
-		}
-		sub.funcs[method] = fn
+		at.funcs[parts[len(parts)-1]] = fn
 	}
 	return c
 }
 
 // exportNames maps the RPC names of a component's exports to the functions: "fn" at top
-// level, "iface.fn" inside an exported interface.
-func exportNames(items []wit.Item) map[string]exportFunc {
+// level, "iface.fn" inside an exported interface; a resource's constructor is "counter.new"
+// and its static functions "counter.fn" (prefixed by the interface likewise). It also returns
+// the exported resources by resourceKey, whose [method]s are the methods of their stubs.
+func exportNames(items []wit.Item) (map[string]exportFunc, map[string]*resourceType) {
 	out := map[string]exportFunc{}
+	types := map[string]*resourceType{}
+	add := func(scope, prefix, call string, f wit.Item) {
+		fn := exportFunc{name: call, ft: f.Func, scope: scope, res: funcHasResource(f.Func)}
+		kind, res, name := splitResourceFunc(f.Name)
+		switch kind {
+		case "[constructor]":
+			out[prefix+tsdecl.Name(res)+".new"] = fn
+		case "[static]":
+			out[prefix+tsdecl.Name(res)+"."+tsdecl.Name(name)] = fn
+		case "[method]":
+			key := resourceKey(scope, res)
+			rt := types[key]
+			if rt == nil {
+				rt = &resourceType{key: key, name: res, methods: map[string]exportFunc{}}
+				types[key] = rt
+			}
+			if len(f.Func.Params) > 0 { // self: always, in a valid component
+				rt.methods[tsdecl.Name(name)] = fn
+			}
+		default:
+			out[prefix+tsdecl.Name(f.Name)] = fn
+		}
+	}
 	for _, it := range items {
 		switch it.Kind {
 		case wit.ItemFunc:
-			out[tsdecl.Name(it.Name)] = exportFunc{it.Name, it.Func}
+			add("", "", it.Name, it)
 		case wit.ItemInstance:
 			for _, f := range it.Exports {
 				if f.Kind == wit.ItemFunc {
-					out[tsdecl.Name(it.Name)+"."+tsdecl.Name(f.Name)] = exportFunc{it.Name + "#" + f.Name, f.Func}
+					add(it.Name, tsdecl.Name(it.Name)+".", it.Name+"#"+f.Name, f)
 				}
 			}
 		}
 	}
-	return out
+	return out, types
 }
 
 // CallMethod implements capnweb.DynamicTarget. Once the call has run in the instance, the
@@ -250,30 +292,13 @@ func (c *Connection) CallMethod(ctx context.Context, method string, args []any) 
 	if err := fn.checkArity(method, args); err != nil {
 		return nil, wrapErr(err, "gadget %s", c.g.name)
 	}
-	var r *reply
-	err := c.g.enter(ctx, store.RoleUse, "call", func(ov *overseer, rec store.Gadget) error {
-		a, err := ov.actor(ctx, rec.ID)
-		if err != nil {
-			return err
-		}
-		r, err = a.run(ctx, fn.name, args)
-		return err
-	})
-	if err == nil {
-		if r.held() {
-			capnweb.Unblock(ctx)
-		}
-		var res any
-		if res, err = r.wait(); err == nil {
-			return res, nil
-		}
-	}
-	return nil, wrapErr(err, "gadget %s: %s", c.g.name, method)
+	return c.g.stubCall(ctx, &c.order, method, fn, nil, args)
 }
 
-// GetProperty implements capnweb.DynamicTarget: exported interfaces are properties.
+// GetProperty implements capnweb.DynamicTarget: exported interfaces and resources (their
+// constructors and static functions) are properties.
 func (c *Connection) GetProperty(_ context.Context, name string) (any, error) {
-	if s, ok := c.ifaces[name]; ok {
+	if s, ok := c.props[name]; ok {
 		return s, nil
 	}
 	return capnweb.Undefined, nil

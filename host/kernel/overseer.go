@@ -145,7 +145,7 @@ func (ov *overseer) evictIdle() bool {
 		if now.Sub(time.Unix(0, a.lastUsed.Load())) < ov.k.cfg.GadgetIdle || !a.loaded() || !a.tryLock() {
 			continue
 		}
-		if !a.settled() { // a reply still waits for its commit: next time
+		if !a.settled() || a.pinned() { // a reply still waits for its commit, or stubs hold resources
 			a.unlock()
 			continue
 		}

@@ -165,7 +165,7 @@ func (ov *overseer) runScheduled(ctx context.Context, rec store.Gadget, s store.
 	if err != nil {
 		return err
 	}
-	r, err := a.run(ctx, fn.name, args)
+	r, err := a.run(ctx, fn.name, args, nil)
 	if err != nil {
 		return err
 	}
@@ -179,7 +179,7 @@ func scheduledExport(a *actor, gadget, method string, args []any) (exportFunc, e
 	if !ok {
 		return fn, fail(CodeNotFound, "gadget %s has no exported function %q", gadget, method)
 	}
-	return fn, fn.checkArity(method, args)
+	return fn, fn.checkJSON(method, args)
 }
 
 // scheduleTarget returns the principal a run acts as (its creator, without a token: it is

@@ -2,7 +2,8 @@
 // operations on a WAT component and on the Go and JS gadgets next to the same operations done as
 // bare Wasmtime C-API calls, the kernel's whole call path next to the same gadget call made
 // directly through host/runtime (each with the ratio between them, measured back to back in the
-// same run), then the other benchmarks (Cap'n Web, kernel) with their extra metrics.
+// same run), the gatekeeper hop (a gatekeeper's HTTP call next to the same plain Go HTTP call,
+// with the difference), then the other benchmarks (Cap'n Web, kernel) with their extra metrics.
 //
 //	go run ./tests/bench                  # all benchmarks, 1s each
 //	go run ./tests/bench -benchtime 200ms # quicker, noisier
@@ -24,7 +25,7 @@ import (
 )
 
 // packages are the benchmarked packages, in the order their tables are printed.
-var packages = []string{"./host/runtime", "./tests/runtime", "./capnweb", "./tests/kernel"}
+var packages = []string{"./host/runtime", "./tests/runtime", "./capnweb", "./tests/kernel", "./tests/gatekeeper"}
 
 // pairs are the tables of benchmarks measured back to back: X<slow> next to X<fast>.
 var pairs = []struct{ title, slow, fast, slowName, fastName string }{
@@ -117,7 +118,8 @@ func median(xs []float64) float64 {
 }
 
 // printTables prints each table of pairs (X<slow> next to X<fast>, see pairs) that has rows,
-// with their ratio, then everything else; metrics are those of a benchmark's last run.
+// with their ratio, the tables of hops (see hops), then everything else; metrics are those of
+// a benchmark's last run.
 func printTables(w io.Writer, order []string, results map[string][]float64, metrics map[string]string) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	paired := map[string]bool{}
@@ -145,6 +147,9 @@ func printTables(w io.Writer, order []string, results map[string][]float64, metr
 			fmt.Fprint(tw, r)
 		}
 		tw.Flush()
+	}
+	for name := range printHops(w, results) {
+		paired[name] = true
 	}
 	fmt.Fprintln(w, "\nOther benchmarks:")
 	fmt.Fprintln(tw, "benchmark\ttime/op\tops/s\t\tmetrics")

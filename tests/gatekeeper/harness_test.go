@@ -49,9 +49,16 @@ type service struct {
 	Addr   string // 127.0.0.1:PORT
 	Origin string // http://127.0.0.1:PORT
 
-	mu  sync.Mutex
-	log []request
+	mu      sync.Mutex
+	read    *sync.Cond // signalled for each marker read and when the log ends
+	log     []request
+	marks   map[string]bool // marker paths read (see requests)
+	ended   bool            // the service's stdout is closed
+	markSeq int
 }
+
+// markPrefix starts the paths of the marker requests that requests makes.
+const markPrefix = "/_marker/"
 
 // request is one line of the service's request log.
 type request struct {
@@ -59,10 +66,24 @@ type request struct {
 	Status             int
 }
 
-// requests returns the request log so far.
+// requests returns the log of every request the service answered before the call. The
+// service writes a request's log line before the response leaves, but the line reaches the
+// test through a pipe and a goroutine: a marker request, logged after every earlier one, tells
+// when the log read so far is complete. Marker requests are left out of the log.
 func (s *service) requests() []request {
 	s.mu.Lock()
+	s.markSeq++
+	mark := fmt.Sprintf("%s%d", markPrefix, s.markSeq)
+	s.mu.Unlock()
+	resp, err := http.Get(s.Origin + mark)
+	if err == nil {
+		resp.Body.Close()
+	}
+	s.mu.Lock()
 	defer s.mu.Unlock()
+	for err == nil && !s.marks[mark] && !s.ended {
+		s.read.Wait()
+	}
 	return append([]request(nil), s.log...)
 }
 
@@ -108,16 +129,27 @@ func startService(t testing.TB) *service {
 	if !ok {
 		t.Fatalf("jsonapi said %q", lines.Text())
 	}
-	s := &service{Origin: origin, Addr: strings.TrimPrefix(origin, "http://")}
+	s := &service{Origin: origin, Addr: strings.TrimPrefix(origin, "http://"), marks: map[string]bool{}}
+	s.read = sync.NewCond(&s.mu)
 	go func() {
 		for lines.Scan() {
 			var r request
-			if json.Unmarshal(lines.Bytes(), &r) == nil {
-				s.mu.Lock()
-				s.log = append(s.log, r)
-				s.mu.Unlock()
+			if json.Unmarshal(lines.Bytes(), &r) != nil {
+				continue
 			}
+			s.mu.Lock()
+			if strings.HasPrefix(r.Path, markPrefix) {
+				s.marks[r.Path] = true
+				s.read.Broadcast()
+			} else {
+				s.log = append(s.log, r)
+			}
+			s.mu.Unlock()
 		}
+		s.mu.Lock()
+		s.ended = true
+		s.read.Broadcast()
+		s.mu.Unlock()
 	}()
 	return s
 }

@@ -38,6 +38,13 @@ func debugMemory(offset, n uint32) uint32 {
 
 type probe struct{}
 
+// fetchResult is what the fetch method returns.
+type fetchResult struct {
+	Status  uint16            `json:"status"`
+	Body    string            `json:"body"`
+	Headers map[string]string `json:"headers"`
+}
+
 func (probe) Describe() gatekeeper.Vendor {
 	return gatekeeper.Vendor{DisplayName: "Probe", URL: "https://probe.invalid", Tagline: "test", Description: "A hostile test gatekeeper."}
 }
@@ -60,31 +67,26 @@ func (probe) CloseSession(uint64)                            {}
 func (probe) Invoke(session uint64, method, args string) (string, error) {
 	switch method {
 	case "fetch":
-		var a struct {
-			Method, URL, Body string
-			Headers           map[string]string
-		}
-		var arr []json.RawMessage
+		// One decoding pass: encoding/json fills the pointers the array's elements hold.
+		var method, url, body string
+		var headers map[string]string
+		arr := []any{&method, &url, &headers, &body}
 		if err := json.Unmarshal([]byte(args), &arr); err != nil || len(arr) != 4 {
 			return "", fmt.Errorf("fetch wants [method, url, headers, body]")
 		}
-		json.Unmarshal(arr[0], &a.Method)
-		json.Unmarshal(arr[1], &a.URL)
-		json.Unmarshal(arr[2], &a.Headers)
-		json.Unmarshal(arr[3], &a.Body)
-		req := gatekeeper.Request{Method: a.Method, URL: a.URL, Body: []byte(a.Body)}
-		for k, v := range a.Headers {
+		req := gatekeeper.Request{Method: method, URL: url, Body: []byte(body)}
+		for k, v := range headers {
 			req.Headers = append(req.Headers, gatekeeper.Header{Name: k, Value: v})
 		}
 		resp, err := gatekeeper.Fetch(req)
 		if err != nil {
 			return "", err
 		}
-		headers := map[string]string{}
+		res := fetchResult{Status: resp.Status, Body: string(resp.Body), Headers: make(map[string]string, len(resp.Headers))}
 		for _, h := range resp.Headers {
-			headers[h.Name] = h.Value
+			res.Headers[h.Name] = h.Value
 		}
-		b, err := json.Marshal(map[string]any{"status": resp.Status, "body": string(resp.Body), "headers": headers})
+		b, err := json.Marshal(res)
 		return string(b), err
 	case "observe":
 		var arr []string

@@ -1,0 +1,519 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"atelier/capnweb"
+	"atelier/host/runtime/wit"
+	"atelier/host/store"
+)
+
+// Resources a gadget exports reach Cap'n Web clients as stubs (docs/api.md, "Resources"): a
+// call whose result holds an own<R> returns a *Resource in its place, whose methods are R's
+// [method]s. Passing the stub back where a function takes borrow<R> lends it for the call;
+// where it takes own<R>, moves it into the guest. Disposing the stub drops the resource.
+
+var (
+	errResourceRetired = fail(CodeFailedPrecondition,
+		"the gadget's instance that made this resource was retired (a trap, deadline or memory overrun); make a new one")
+	errResourceRestarted = fail(CodeFailedPrecondition,
+		"the gadget restarted since this resource was made (it was idle, redeployed or stopped); make a new one")
+)
+
+// resourceProp is the property a resource stub answers with its key in the kernel's resource
+// table: reading it is how a stub passed back as an argument is recognised, since a stub does
+// not give away the Go target behind it.
+const resourceProp = "$atelierResource"
+
+// resourceType is a resource a component exports.
+type resourceType struct {
+	key     string                // resourceKey: which resource this is
+	name    string                // its WIT name ("counter")
+	methods map[string]exportFunc // RPC name ("increment") -> its [method] export
+}
+
+// resourceKey names resource name (as WIT spells it) exported at top level (scope "") or by
+// the exported interface scope.
+func resourceKey(scope, name string) string { return scope + "#" + name }
+
+// splitResourceFunc splits "[constructor]R", "[method]R.m" and "[static]R.m" into the kind
+// ("[method]"), R and m; other names have no kind.
+func splitResourceFunc(name string) (kind, res, fn string) {
+	for _, k := range []string{"[constructor]", "[method]", "[static]"} {
+		if rest, ok := strings.CutPrefix(name, k); ok {
+			res, fn, _ = strings.Cut(rest, ".")
+			return k, res, fn
+		}
+	}
+	return "", "", ""
+}
+
+// hasResource reports whether values of type t can hold a resource.
+func hasResource(t *wit.Type) bool {
+	if t == nil {
+		return false
+	}
+	switch t.Kind {
+	case wit.Own, wit.Borrow:
+		return true
+	case wit.List, wit.Option:
+		return hasResource(t.Elem)
+	case wit.Result:
+		return hasResource(t.Ok) || hasResource(t.Err)
+	}
+	for _, f := range t.Fields {
+		if hasResource(f.Type) {
+			return true
+		}
+	}
+	for _, e := range t.Elems {
+		if hasResource(e) {
+			return true
+		}
+	}
+	for _, c := range t.Cases {
+		if hasResource(c.Type) {
+			return true
+		}
+	}
+	return false
+}
+
+// funcHasResource reports whether a function takes or returns a resource.
+func funcHasResource(ft *wit.FuncType) bool {
+	if ft == nil {
+		return false
+	}
+	for _, p := range ft.Params {
+		if hasResource(p.Type) {
+			return true
+		}
+	}
+	return hasResource(ft.Result)
+}
+
+// mapResources returns v, a value of type t, with each value at an own<R> or borrow<R>
+// position replaced by f's result. Parts of v whose type holds no resource, or whose shape
+// does not fit t (lowering reports those), are kept as they are.
+func mapResources(t *wit.Type, v any, f func(t *wit.Type, v any) (any, error)) (any, error) {
+	if !hasResource(t) || v == nil {
+		return v, nil
+	}
+	seq := func(elem func(int) *wit.Type) (any, error) {
+		l, ok := v.([]any)
+		if !ok {
+			return v, nil
+		}
+		out := make([]any, len(l))
+		for i, x := range l {
+			var err error
+			if out[i], err = mapResources(elem(i), x, f); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	}
+	// field maps the member name of an object value with type ft.
+	field := func(m map[string]any, name string, ft *wit.Type) (map[string]any, error) {
+		x, ok := m[name]
+		if !ok {
+			return m, nil
+		}
+		y, err := mapResources(ft, x, f)
+		if err != nil {
+			return nil, err
+		}
+		m = maps.Clone(m)
+		m[name] = y
+		return m, nil
+	}
+	m, isObj := v.(map[string]any)
+	switch t.Kind {
+	case wit.Own, wit.Borrow:
+		return f(t, v)
+	case wit.Option:
+		if t.Elem.Kind == wit.Option && isObj { // option<option<T>>: {"some": inner}
+			return field(m, "some", t.Elem)
+		}
+		return mapResources(t.Elem, v, f)
+	case wit.List:
+		return seq(func(int) *wit.Type { return t.Elem })
+	case wit.Tuple:
+		if l, ok := v.([]any); !ok || len(l) != len(t.Elems) {
+			return v, nil
+		}
+		return seq(func(i int) *wit.Type { return t.Elems[i] })
+	case wit.Record:
+		var err error
+		for _, fl := range t.Fields {
+			if isObj {
+				if m, err = field(m, fl.Name, fl.Type); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if isObj {
+			return m, nil
+		}
+	case wit.Variant:
+		if tag, _ := m["tag"].(string); isObj {
+			for _, c := range t.Cases {
+				if c.Name == tag && c.Type != nil {
+					return field(m, "val", c.Type)
+				}
+			}
+		}
+	case wit.Result:
+		if isObj {
+			if _, ok := m["ok"]; ok {
+				return field(m, "ok", t.Ok)
+			}
+			return field(m, "err", t.Err)
+		}
+	}
+	return v, nil
+}
+
+// resourceTable holds the kernel's live resource stubs by key (resourceProp).
+type resourceTable struct {
+	next atomic.Uint64
+	m    sync.Map // uint64 -> *Resource
+}
+
+// Resource is a resource of a gadget's instance as a Cap'n Web object: its methods are the
+// resource's [method]s in camelCase; disposing it drops the resource in the guest.
+type Resource struct {
+	g     *Gadget // resolved: calls check the caller's role and scope like a connection's
+	typ   *resourceType
+	a     *actor     // the actor whose instance made it
+	gen   uint64     // which of a's instances made it
+	h     wit.Handle // its handle in that instance
+	key   uint64     // its key in the kernel's resource table
+	order order      // its calls' order
+
+	// state is where the resource is; guarded by a's turn.
+	state resourceState
+	// disposed is set once Dispose has run.
+	disposed atomic.Bool
+}
+
+// resourceState says whether a resource is still the stub's.
+type resourceState uint8
+
+const (
+	resourceLive    resourceState = iota
+	resourceMoved                 // passed as an own<R> argument: the guest has it
+	resourceDropped               // disposed
+)
+
+var (
+	_ capnweb.DynamicTarget = (*Resource)(nil)
+	_ capnweb.Disposer      = (*Resource)(nil)
+)
+
+// newResource wraps handle h, which a's live instance gen returned as an own<R> of type typ;
+// the caller holds a's turn.
+func (a *actor) newResource(g *Gadget, typ *resourceType, gen uint64, h wit.Handle) *Resource {
+	k := a.ov.k
+	r := &Resource{g: g, typ: typ, a: a, gen: gen, h: h, key: k.resources.next.Add(1)}
+	k.resources.m.Store(r.key, r)
+	a.comp.live++
+	return r
+}
+
+// resourceType returns the exported resource of that key (a type without methods when the
+// component exports none for it).
+func (a *actor) resourceType(key, name string) *resourceType {
+	if rt := a.resources[key]; rt != nil {
+		return rt
+	}
+	return &resourceType{key: key, name: name}
+}
+
+// CallMethod implements capnweb.DynamicTarget: the resource's methods.
+func (r *Resource) CallMethod(ctx context.Context, method string, args []any) (any, error) {
+	fn, ok := r.typ.methods[method]
+	if !ok {
+		return nil, &capnweb.Error{Name: "TypeError", Message: "resource " + r.typ.name + " of gadget " + r.g.name + ` has no method "` + method + `"`, Props: map[string]any{"code": string(CodeNotFound)}}
+	}
+	what := r.typ.name + "." + method
+	if err := checkArity(what, len(fn.ft.Params)-1, fn.ft, args); err != nil {
+		return nil, wrapErr(err, "gadget %s", r.g.name)
+	}
+	return r.g.stubCall(ctx, &r.order, what, fn, r, append([]any{r}, args...))
+}
+
+// GetProperty implements capnweb.DynamicTarget: the resource has no properties but its key.
+func (r *Resource) GetProperty(_ context.Context, name string) (any, error) {
+	if name == resourceProp {
+		return float64(r.key), nil
+	}
+	return capnweb.Undefined, nil
+}
+
+// Dispose implements capnweb.Disposer: the resource is dropped in the guest (its destructor
+// runs) on the actor, unless it was moved into the guest or its instance is gone. It does not
+// check the caller's role: dropping only gives up what the caller holds.
+func (r *Resource) Dispose() {
+	if r.disposed.Swap(true) {
+		return
+	}
+	r.a.ov.k.resources.m.Delete(r.key)
+	go r.drop()
+}
+
+// drop drops the resource on its actor like a call (writes and events of the destructor are
+// committed and published the same way), without counting it in the call metrics.
+func (r *Resource) drop() {
+	ctx, cancel := context.WithTimeout(context.Background(), r.a.ov.k.callTimeout())
+	defer cancel()
+	rep, err := r.a.run(ctx, "", nil, &rpcCall{drop: r})
+	if err == nil {
+		_, err = rep.release()
+	}
+	if err != nil && !errors.Is(err, errStopped) {
+		r.a.ov.k.log.Warn("drop resource", "gadget", r.g.name, "resource", r.typ.name, "err", err)
+	}
+}
+
+// usable checks, under actor a's turn, that the resource belongs to a's live instance and is
+// still the stub's.
+func (r *Resource) usable(a *actor) error {
+	if r.a != a {
+		return errResourceRestarted
+	}
+	if err := a.comp.current(r.gen); err != nil {
+		return err
+	}
+	switch r.state {
+	case resourceMoved:
+		return fail(CodeFailedPrecondition, "this %s was moved into the gadget by an earlier call that took ownership of it", r.typ.name)
+	case resourceDropped:
+		return fail(CodeFailedPrecondition, "this %s was disposed", r.typ.name)
+	}
+	return nil
+}
+
+// order keeps the calls of one stub in arrival order on the actor even when they give up their
+// Cap'n Web turn early (to resolve resource arguments, or to wait for an earlier call): each
+// call takes a ticket while it still holds the turn and enters the actor only after the call
+// before it has.
+type order struct {
+	mu   sync.Mutex
+	last chan struct{} // closed once the latest call entered the actor (or failed)
+}
+
+// take returns the previous call's ticket and this call's.
+func (o *order) take() (prev <-chan struct{}, mine chan struct{}) {
+	mine = make(chan struct{})
+	o.mu.Lock()
+	prev, o.last = o.last, mine
+	o.mu.Unlock()
+	return prev, mine
+}
+
+// rpcCall is a call from a stub (a connection's or a resource's) as it runs on the actor: its
+// resource arguments are checked and replaced by their handles under the actor's turn, and the
+// resources in its result are wrapped there, where the instance that made them is known. With
+// drop set, it drops that resource instead.
+type rpcCall struct {
+	g       *Gadget
+	fn      exportFunc
+	args    []any // resources as *Resource
+	entered chan struct{}
+	drop    *Resource
+}
+
+// enter releases the next call on the stub; idempotent.
+func (c *rpcCall) enter() {
+	if c.entered != nil {
+		close(c.entered)
+		c.entered = nil
+	}
+}
+
+// invoke runs the call in a's instance; the caller holds a's turn.
+func (c *rpcCall) invoke(ctx context.Context, a *actor) (any, error) {
+	c.enter()
+	if r := c.drop; r != nil {
+		if r.state != resourceLive || r.a != a || a.comp.current(r.gen) != nil {
+			return nil, nil // moved into the guest, or its instance is gone
+		}
+		r.state = resourceDropped
+		return nil, a.comp.drop(ctx, r.h)
+	}
+	if !c.fn.res {
+		return a.exec.Call(ctx, c.fn.name, c.args...)
+	}
+	args := make([]any, len(c.args))
+	var moved []*Resource
+	for i, p := range c.fn.ft.Params {
+		var err error
+		args[i], err = mapResources(p.Type, c.args[i], func(t *wit.Type, v any) (any, error) {
+			r := v.(*Resource) // resolveArgs left nothing else at a resource position
+			if err := r.usable(a); err != nil {
+				return nil, err
+			}
+			if t.Kind == wit.Own {
+				moved = append(moved, r)
+			}
+			return r.h, nil
+		})
+		if err != nil {
+			return nil, wrapErr(err, "args[%d]", i)
+		}
+	}
+	res, err := a.exec.Call(ctx, c.fn.name, args...)
+	// An own<R> argument is the guest's once the call is made, whatever its outcome.
+	for _, r := range moved {
+		if r.state == resourceLive {
+			r.state = resourceMoved
+			a.comp.live--
+		}
+	}
+	if err != nil || !hasResource(c.fn.ft.Result) {
+		return res, err
+	}
+	rt := c.fn.ft.Result
+	if rt.Kind == wit.Result { // unwrapped at the boundary: res is the ok payload
+		rt = rt.Ok
+	}
+	gen := a.comp.gen
+	return mapResources(rt, res, func(t *wit.Type, v any) (any, error) {
+		h, ok := v.(wit.Handle)
+		if !ok {
+			return v, nil
+		}
+		return a.newResource(c.g, a.resourceType(resourceKey(c.fn.scope, t.Resource), t.Resource), gen, h), nil
+	})
+}
+
+// stubCall runs a call from a stub (a connection's, or resource self's method with self as
+// the first argument) of export fn: resource stubs among args are resolved, the caller's
+// access is checked, and the call runs on the gadget's actor after the stub's earlier calls.
+func (g *Gadget) stubCall(ctx context.Context, o *order, method string, fn exportFunc, self *Resource, args []any) (any, error) {
+	prev, mine := o.take()
+	c := &rpcCall{g: g, fn: fn, args: args, entered: mine}
+	defer c.enter()
+	if fn.res {
+		capnweb.Unblock(ctx) // reading a stub's key queues on that stub: never wait holding ours
+		var err error
+		if c.args, err = g.resolveArgs(ctx, fn, args); err != nil {
+			return nil, wrapErr(err, "gadget %s: %s", g.name, method)
+		}
+	}
+	if prev != nil {
+		select {
+		case <-prev:
+		default:
+			capnweb.Unblock(ctx)
+			select {
+			case <-prev:
+			case <-ctx.Done():
+				return nil, wrapErr(ctx.Err(), "gadget %s: %s", g.name, method)
+			}
+		}
+	}
+	var r *reply
+	err := g.enter(ctx, store.RoleUse, "call", func(ov *overseer, rec store.Gadget) error {
+		a, err := ov.actor(ctx, rec.ID)
+		if err != nil {
+			return err
+		}
+		if self != nil && self.a != a {
+			return errResourceRestarted
+		}
+		r, err = a.run(ctx, fn.name, nil, c)
+		return err
+	})
+	if err == nil {
+		if r.held() {
+			capnweb.Unblock(ctx)
+		}
+		var res any
+		if res, err = r.wait(); err == nil {
+			return res, nil
+		}
+	}
+	return nil, wrapErr(err, "gadget %s: %s", g.name, method)
+}
+
+// resolveArgs replaces the stubs at the resource positions of args by their *Resource,
+// refusing a stub that is not a resource of this gadget of the type the parameter wants.
+func (g *Gadget) resolveArgs(ctx context.Context, fn exportFunc, args []any) ([]any, error) {
+	out := make([]any, len(args))
+	for i, p := range fn.ft.Params {
+		var err error
+		out[i], err = mapResources(p.Type, args[i], func(t *wit.Type, v any) (any, error) {
+			r, ok := v.(*Resource) // the resource whose method this is
+			if !ok {
+				var err error
+				if r, err = g.w.k.resourceOf(ctx, t, v); err != nil {
+					return nil, err
+				}
+			}
+			if r.g.id != g.id {
+				return nil, fail(CodeInvalidArgument, "this %s belongs to gadget %s, not to %s", r.typ.name, r.g.name, g.name)
+			}
+			if want := resourceKey(fn.scope, t.Resource); r.typ.key != want {
+				return nil, fail(CodeInvalidArgument, "want a %s, got a %s", t, r.typ.name)
+			}
+			return r, nil
+		})
+		if err != nil {
+			return nil, wrapErr(err, "args[%d]", i)
+		}
+	}
+	return out, nil
+}
+
+// resourceOf returns the resource behind stub v, passed where a function wants type t.
+func (k *Kernel) resourceOf(ctx context.Context, t *wit.Type, v any) (*Resource, error) {
+	s, ok := v.(*capnweb.Stub)
+	if !ok {
+		return nil, fail(CodeInvalidArgument, "want a %s stub, got %s", t, jsKind(v))
+	}
+	if s.IsRemote() {
+		return nil, fail(CodeInvalidArgument, "want a %s stub this server returned, got one of the caller's own objects", t)
+	}
+	p := s.Get(resourceProp)
+	key, err := p.Await(ctx)
+	p.Dispose()
+	if err != nil {
+		return nil, err
+	}
+	n, ok := key.(float64)
+	if !ok {
+		return nil, fail(CodeInvalidArgument, "want a %s stub, got a stub of another kind of object", t)
+	}
+	r, ok := k.resources.m.Load(uint64(n))
+	if !ok {
+		return nil, fail(CodeFailedPrecondition, "this %s was disposed", t)
+	}
+	return r.(*Resource), nil
+}
+
+// jsKind names the kind of a protocol value for error messages.
+func jsKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case float64:
+		return "a number"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("a %T", v)
+}
