@@ -29,8 +29,8 @@ go vet ./...
 step "go test"
 go test -count=1 -timeout 20m ./...
 
-step "go test -race (Cap'n Web, capabilities, value conversion, store, auth, kernel)"
-go test -count=1 -race -timeout 10m ./capnweb/... ./host/capability/... ./host/runtime/wit ./host/store ./host/auth ./host/kernel
+step "go test -race (Cap'n Web, capabilities, value conversion, store, auth, metrics, gatekeepers, kernel)"
+go test -count=1 -race -timeout 10m ./capnweb/... ./host/capability/... ./host/runtime/wit ./host/store ./host/auth ./host/metrics ./host/gatekeeper/... ./host/kernel
 
 fuzztime=${FUZZTIME:-10s}
 if [ "$fuzztime" != 0 ]; then
