@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"atelier/host/runtime/internal/capi"
+	"atelier/host/runtime/internal/dataseg"
 )
 
 // Artifact cache layout: every entry is two files named by the same key, the source's sha256
@@ -129,6 +130,11 @@ func (rt *Runtime) load(src []byte) (*capi.Component, error) {
 
 func (rt *Runtime) compile(src []byte) (*capi.Component, error) {
 	rt.compiles.Add(1)
+	if rt.cfg.memoryCreator() {
+		// Without copy-on-write images Wasmtime copies data segments one by one at every
+		// instantiation (RATIONALE.md, "Memory cap").
+		src = dataseg.Merge(src)
+	}
 	return rt.eng.Compile(src)
 }
 

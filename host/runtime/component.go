@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -132,10 +133,13 @@ type Audit struct {
 }
 
 // Check reports whether grants (see WASIBaseline) cover every import of the component, given
-// the host interfaces of rt. It returns nil or *UngrantedImportError / *UnprovidedImportError
-// values joined with errors.Join.
+// the host interfaces of rt, and whether those interfaces define every resource the component
+// imports from them. It returns nil or *UngrantedImportError / *UnprovidedImportError values
+// joined with errors.Join.
 func (a *Audit) Check(rt *Runtime, grants []string) error {
-	return CheckGrants(a.Imports, grants, func(iface string) bool { _, ok := rt.ifaces[iface]; return ok })
+	return errors.Join(
+		CheckGrants(a.Imports, grants, func(iface string) bool { _, ok := rt.ifaces[iface]; return ok }),
+		rt.checkResources(a.Imports))
 }
 
 // Lines renders one line per function, type and resource, instance members flattened as

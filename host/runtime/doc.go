@@ -55,7 +55,8 @@
 // fuel or is refused memory at instantiation is retired: the call returns a *TrapError whose
 // Kind (ErrTrap, ErrDeadline, ErrFuel, ErrMemory) errors.Is matches, with the guest backtrace.
 //
-// The memory cap is enforced by Atelier's own memory creator, which records each refusal. A
+// The memory cap is enforced by Atelier's own memory creator, which records each refusal and
+// recycles freed memories, scrubbed to zero, for later instances (Config.KeepMemories). A
 // refused memory.grow hands the guest -1 (standard Wasm semantics): a guest that copes goes
 // on, and the call succeeds. When a call (or instantiation) fails after the cap refused it
 // memory, whatever the guest did next (trap, abort, exit), the *TrapError's Kind is ErrMemory;
@@ -81,5 +82,35 @@
 // Instance.DropResource drops it (the guest's destructor runs). Handles are unique within the
 // process and each instance knows only its own: a handle from another instance, one already
 // dropped or moved is refused with ErrUnknownHandle before the guest runs, and the instance
-// lives on. Host interfaces cannot define resources yet (see RATIONALE.md).
+// lives on.
+//
+// A host interface defines the resources guests import from it in HostInterface.Resources
+// (name and Drop), and their constructors, methods and static functions as ordinary HostFuncs
+// named as in the component model: "[constructor]file", "[method]file.read",
+// "[static]file.open". In those host functions (and only there) own<R> and borrow<R> values
+// are Resource values, not wit.Handles:
+//
+//	WIT in a host function   Go argument                         Go result
+//	own<R>                   Resource{Own: true}: the host holds  a Resource the host holds
+//	                         it now                               (HostCall.NewResource, or an
+//	                                                              own<R> argument): the guest
+//	                                                              holds it afterwards
+//	borrow<R>                Resource{Own: false}, for the call   (not allowed in results)
+//
+// A Resource carries the instance-local Rep the runtime gave it and the Value the host gave
+// HostCall.NewResource (the host keeps no table of its own). Each resource's HostResource.Drop
+// runs exactly once: when the guest drops its own<R> handle, when a host function ends one it
+// holds with HostCall.DropResource, or, for every resource still live, when the instance is
+// closed or retired. A host resource returned by a guest export reaches Instance.Call's caller
+// as a wit.Handle like a guest resource (Instance.DropResource drops it, running Drop).
+//
+// Guest handles are checked by Wasmtime: a guest that presents a handle it dropped or gave away,
+// a handle of another resource type, or any number that is not its handle traps (ErrTrap), its
+// instance is retired (dropping its resources), and nothing else is affected. Reps are per
+// instance, so a guest cannot name another instance's resources at all; a host function that
+// returns a Resource of another instance, one that has ended, one the guest already owns, or
+// one of the wrong type traps the guest with an error saying which (TrapError.Host). A
+// component importing a resource that its host interface does not define is refused before
+// instantiation with *UnprovidedImportError ("iface#resource"). A host function may only make
+// resources of its own interface (HostCall.NewResource).
 package runtime

@@ -16,8 +16,11 @@ type HostInterface struct {
 	// Name is the full interface name with version, as guests import it
 	// ("atelier:host/kv@0.1.0"). The grant for it is the name without the version.
 	Name string
-	// Funcs are the interface's functions.
+	// Funcs are the interface's functions, including the constructors, methods and static
+	// functions of its resources ("[constructor]R", "[method]R.m", "[static]R.f").
 	Funcs []HostFunc
+	// Resources are the resource types the interface defines (see HostResource).
+	Resources []HostResource
 	// NewState, if set, creates the per-instance state that the interface's functions reach
 	// through HostCall.State. It runs once per instance that imports the interface, with the
 	// value InstanceConfig.Bind holds for the grant (or nil). A non-nil state implementing
@@ -49,6 +52,7 @@ type InstanceInfo struct {
 type HostCall struct {
 	inst  *Instance
 	state any
+	iface string // unversioned
 }
 
 // State returns the interface's per-instance state (see HostInterface.NewState).
@@ -62,8 +66,8 @@ func (c *HostCall) Console(stream, level, text string) {
 	c.inst.console(ConsoleLine{Stream: stream, Level: level, Text: text})
 }
 
-// define adds the interface to a linker.
-func (hi *HostInterface) define(l *capi.Linker) error {
+// define adds the interface, with resources (its resource types), to a linker.
+func (hi *HostInterface) define(l *capi.Linker, resources []capi.HostResource) error {
 	iface := wit.Unversioned(hi.Name)
 	funcs := make([]capi.HostFunc, len(hi.Funcs))
 	for i := range hi.Funcs {
@@ -84,7 +88,7 @@ func (hi *HostInterface) define(l *capi.Linker) error {
 			},
 		}
 	}
-	if err := l.DefineInstance(hi.Name, funcs); err != nil {
+	if err := l.DefineInstance(hi.Name, resources, funcs); err != nil {
 		return fmt.Errorf("define host interface %s: %w", hi.Name, err)
 	}
 	return nil
@@ -94,19 +98,16 @@ func (hi *HostInterface) define(l *capi.Linker) error {
 // the goroutine inside Instance.Call): it lifts the canonical arguments from args and lowers
 // the result into res.
 func (in *Instance) callHost(iface, key string, f *HostFunc, ft *wit.FuncType, args, res *wit.Flat) error {
+	conv := wit.Converter{Resources: hostValues{in}}
 	lifted := make([]any, len(ft.Params))
 	for i, p := range ft.Params {
-		x, err := wit.LiftArg(p.Type, args, i)
+		x, err := conv.LiftArg(p.Type, args, i)
 		if err != nil {
 			return in.hostFailed(fmt.Errorf("host function %s: %w", key, err))
 		}
 		lifted[i] = x
 	}
-	ctx := in.callCtx
-	if ctx == nil {
-		ctx = context.Background() // a call made during instantiation
-	}
-	out, err := safeCall(ctx, f, &HostCall{inst: in, state: in.states[iface]}, lifted)
+	out, err := safeCall(in.ctx(), f, &HostCall{inst: in, state: in.states[iface], iface: iface}, lifted)
 	var fail *ResultError
 	isErr := ft.Result != nil && ft.Result.Kind == wit.Result && errors.As(err, &fail)
 	switch {
@@ -117,7 +118,7 @@ func (in *Instance) callHost(iface, key string, f *HostFunc, ft *wit.FuncType, a
 	case ft.Result == nil:
 		return nil
 	}
-	if err := wit.LowerReturn(ft.Result, out, isErr, res); err != nil {
+	if err := conv.LowerReturn(ft.Result, out, isErr, res); err != nil {
 		return in.hostFailed(fmt.Errorf("host function %s: %w", key, err))
 	}
 	return nil

@@ -60,6 +60,7 @@ type Instance struct {
 	funcs   map[string]*boundFunc // by the name callers use
 	last    *boundFunc            // the function of the latest call
 	states  map[string]any
+	res     *resourceTable // host-defined resources
 	outputs []*lineWriter
 	retired error
 	closed  bool
@@ -91,7 +92,7 @@ func (rt *Runtime) Instantiate(ctx context.Context, comp *Component, cfg Instanc
 		return nil, fmt.Errorf("instantiate %s: %w", cfg.Name, err)
 	}
 	cfg.Limits = cfg.Limits.withDefaults()
-	in := &Instance{rt: rt, comp: comp, cfg: cfg, funcs: make(map[string]*boundFunc), states: make(map[string]any)}
+	in := &Instance{rt: rt, comp: comp, cfg: cfg, funcs: make(map[string]*boundFunc), states: make(map[string]any), res: &resourceTable{}}
 	stdout, stderr := &lineWriter{inst: in, stream: "stdout"}, &lineWriter{inst: in, stream: "stderr"}
 	in.outputs = []*lineWriter{stdout, stderr}
 	in.store, err = capi.NewStore(rt.eng, capi.StoreConfig{
@@ -404,7 +405,8 @@ func (in *Instance) Close() error {
 	return nil
 }
 
-// release frees the store, flushes the console and closes capability states.
+// release frees the store, flushes the console, drops the host resources still live and
+// closes capability states.
 func (in *Instance) release() {
 	if in.store == nil {
 		return
@@ -414,6 +416,7 @@ func (in *Instance) release() {
 	for _, w := range in.outputs {
 		w.flush()
 	}
+	in.endResources()
 	for _, st := range in.states {
 		if c, ok := st.(io.Closer); ok {
 			_ = c.Close()

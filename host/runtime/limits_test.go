@@ -238,13 +238,15 @@ func otherKind(kind error) error {
 }
 
 // memoryModes are the ways an instance's memories can be made: by Atelier's memory creator
-// (the default) or, silent about refused growth, by Wasmtime itself (Pooling, MemoryImages).
+// (the default, recycling freed memories, or with KeepMemories < 0 always fresh ones) or,
+// silent about refused growth, by Wasmtime itself (Pooling, MemoryImages).
 var memoryModes = []struct {
 	name   string
 	cfg    runtime.Config
 	silent bool
 }{
 	{"memory_creator", runtime.Config{}, false},
+	{"memory_creator_no_reuse", runtime.Config{KeepMemories: -1}, false},
 	{"pooling", runtime.Config{Pooling: &runtime.Pooling{Instances: 4, MaxMemory: 16 << 20}}, true},
 	{"memory_images", runtime.Config{MemoryImages: true}, true},
 }

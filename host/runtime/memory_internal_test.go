@@ -23,11 +23,14 @@ const growWAT = `(component
 
 // TestMemoriesFreed creates and drops a thousand instances (closed, retired by a trap,
 // retired by the memory cap, or refused at instantiation) and checks that the memory creator
-// freed every memory: the live count returns to where it was and the process's address space
-// did not keep the 4 GiB reservations.
+// freed every memory: the live count returns to where it was, at most KeepMemories freed
+// memories are kept for reuse, and once the Runtime is closed those are unmapped too and the
+// process's address space did not keep the 4 GiB reservations.
 func TestMemoriesFreed(t *testing.T) {
 	os.Unsetenv("RUST_BACKTRACE")
-	rt, err := New(Config{NoCache: true})
+	const keep = 8
+	base, pooledBase, vmBase := capi.LiveMemories(), capi.PooledMemories(), vmSize(t)
+	rt, err := New(Config{NoCache: true, KeepMemories: keep})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +43,6 @@ func TestMemoriesFreed(t *testing.T) {
 	defer comp.Close()
 	cfg := InstanceConfig{Limits: Limits{MaxMemory: 1 << 20}}
 
-	base, vmBase := capi.LiveMemories(), vmSize(t)
 	inst, err := rt.Instantiate(ctx, comp, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -87,8 +89,31 @@ func TestMemoriesFreed(t *testing.T) {
 	if got := capi.LiveMemories(); got != base {
 		t.Fatalf("after 1000 instances: %d live memories, want %d", got, base)
 	}
-	// 900 leaked reservations would be 3.6 TiB of address space; allow 64 GiB of noise.
-	if grew := vmSize(t) - vmBase; grew > 64<<30 {
+	if got := capi.PooledMemories(); got != pooledBase+1 { // used serially, one memory is enough
+		t.Fatalf("after 1000 instances: %d pooled memories, want %d", got, pooledBase+1)
+	}
+	var open []*Instance // more at once than the pool keeps
+	for range 2 * keep {
+		inst, err := rt.Instantiate(ctx, comp, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		open = append(open, inst)
+	}
+	for _, inst := range open {
+		inst.Close()
+	}
+	if got := capi.PooledMemories(); got != pooledBase+keep {
+		t.Fatalf("after closing %d instances: %d pooled memories, want %d", 2*keep, got, pooledBase+keep)
+	}
+	comp.Close()
+	rt.Close()
+	if got := capi.PooledMemories(); got != pooledBase {
+		t.Fatalf("after Runtime.Close: %d pooled memories, want %d", got, pooledBase)
+	}
+	// 900 leaked reservations would be 3.6 TiB of address space, the kept ones 32 GiB; allow
+	// 16 GiB of noise.
+	if grew := vmSize(t) - vmBase; grew > 16<<30 {
 		t.Fatalf("address space grew by %d GiB", grew>>30)
 	}
 }

@@ -27,6 +27,9 @@ const (
 	DefaultTimeout = 10 * time.Second
 	// DefaultMaxMemory caps an instance's linear memories when Limits.MaxMemory is zero.
 	DefaultMaxMemory = 256 << 20
+	// DefaultKeepMemories is how many freed linear memories are kept for reuse when
+	// Config.KeepMemories is zero.
+	DefaultKeepMemories = 32
 )
 
 // Config configures a Runtime. The zero value is usable: every zero field means its default.
@@ -47,12 +50,21 @@ type Config struct {
 	// from its pool with copy-on-write images, as with MemoryImages.
 	Pooling *Pooling
 	// MemoryImages keeps Wasmtime's own linear memories with copy-on-write memory images
-	// instead of Atelier's memory creator. Components with large data segments instantiate
-	// much faster (a JS gadget 4x, a Go gadget 2x; RATIONALE.md has the numbers), but a
-	// memory.grow that Limits.MaxMemory refuses during a call is invisible to the host: a
-	// guest that traps after it is reported as ErrTrap, not ErrMemory (the cap is enforced
-	// all the same, and a memory too large for the cap at instantiation is still ErrMemory).
+	// instead of Atelier's memory creator. Components with a large data image of which an
+	// instantiation touches little instantiate faster (a JS gadget 2.4x; a Go gadget is
+	// slower; RATIONALE.md has the numbers), but a memory.grow that Limits.MaxMemory refuses
+	// during a call is invisible to the host: a guest that traps after it is reported as
+	// ErrTrap, not ErrMemory (the cap is enforced all the same, and a memory too large for the
+	// cap at instantiation is still ErrMemory).
 	MemoryImages bool
+	// KeepMemories is how many freed linear memories Atelier's memory creator keeps for reuse
+	// by later instances (default DefaultKeepMemories; negative keeps none). A kept memory is
+	// zeroed when it is freed, so nothing of one instance reaches another, and keeps up to
+	// 16 MiB of its pages populated, which spares the next instantiation the page faults of a
+	// fresh mapping: at most KeepMemories x 16 MiB of RAM and KeepMemories reservations of
+	// about 4 GiB of address space stay with an idle Runtime until Close. Ignored with Pooling
+	// or MemoryImages.
+	KeepMemories int
 	// Interfaces are the host interfaces (capabilities) that grants can give to instances.
 	// Their unversioned names must be unique.
 	Interfaces []HostInterface
@@ -80,6 +92,8 @@ type Runtime struct {
 	cacheDir    string
 	fingerprint string                    // hash of the engine settings that change generated code, and the cache format
 	ifaces      map[string]*HostInterface // by unversioned name
+	// resources are the interfaces' resource types, by unversioned interface, then name.
+	resources map[string]map[string]*resourceType
 
 	mu      sync.Mutex // guards linkers
 	linkers map[string]*capi.Linker
@@ -129,6 +143,7 @@ func New(cfg Config) (*Runtime, error) {
 		linkers: make(map[string]*capi.Linker),
 		stop:    make(chan struct{}),
 	}
+	rt.resources = newResourceTypes(cfg.Interfaces) // numbered once: every linker shares them
 	if rt.log == nil {
 		rt.log = slog.New(slog.DiscardHandler)
 	}
@@ -142,6 +157,10 @@ func New(cfg Config) (*Runtime, error) {
 		Epoch:               true,
 		ParallelCompilation: true,
 		CapMemories:         cfg.memoryCreator(),
+		KeepMemories:        cfg.KeepMemories,
+	}
+	if cfg.KeepMemories == 0 {
+		ec.KeepMemories = DefaultKeepMemories
 	}
 	if p := cfg.Pooling; p != nil {
 		n := p.Instances
@@ -158,9 +177,9 @@ func New(cfg Config) (*Runtime, error) {
 		}
 	}
 	// The memory creator turns copy-on-write initialisation off, which Wasmtime checks when
-	// it loads an artifact.
+	// it loads an artifact, and compiles components with merged data segments (rt.compile).
 	cow := !cfg.memoryCreator()
-	settings := fmt.Sprintf("wasmtime-%s stack=%d fuel=%t epoch=true pooling=%t cow=%t cache=%d", capi.Version, cfg.MaxWasmStack, cfg.Fuel, cfg.Pooling != nil, cow, cacheFormat)
+	settings := fmt.Sprintf("wasmtime-%s stack=%d fuel=%t epoch=true pooling=%t cow=%t mergedata=%t cache=%d", capi.Version, cfg.MaxWasmStack, cfg.Fuel, cfg.Pooling != nil, cow, !cow, cacheFormat)
 	fp := sha256.Sum256([]byte(settings))
 	rt.fingerprint = hex.EncodeToString(fp[:8])
 	if !cfg.NoCache {
@@ -211,6 +230,7 @@ func (c *Config) validate() error {
 			errs = append(errs, fmt.Errorf("Interfaces[%d].Name: %q: WASI interfaces are provided by Wasmtime", i, name))
 		}
 		seen[name] = true
+		errs = append(errs, hi.validateResources(i)...)
 		fnames := make(map[string]bool)
 		for j, f := range hi.Funcs {
 			if f.Name == "" || f.Func == nil || fnames[f.Name] {
@@ -281,7 +301,7 @@ func (rt *Runtime) linker(comp *Component) (*capi.Linker, error) {
 		}
 	}
 	for _, name := range comp.hostIfaces {
-		if err := rt.ifaces[name].define(l); err != nil {
+		if err := rt.ifaces[name].define(l, rt.capiResources(name)); err != nil {
 			l.Close()
 			return nil, err
 		}

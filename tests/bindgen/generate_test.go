@@ -21,6 +21,7 @@ var generated = []struct {
 }{
 	{[]string{"guest/wit"}, "roundtrip", "", "guest/bindings"},
 	{[]string{"../../gadgets/counter-gen/wit", "../../wit/gadget", "../../wit/host"}, "counter", "bindings", "../../gadgets/counter-gen/bindings"},
+	{[]string{"../../gadgets/slides-go/wit", "../../wit/gadget", "../../wit/host"}, "slides", "bindings", "../../gadgets/slides-go/bindings"},
 }
 
 // TestBindingsUpToDate regenerates the guests' bindings and wants them equal to the files the

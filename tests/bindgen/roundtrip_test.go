@@ -1,7 +1,7 @@
 // Package bindgen_test checks the Go bindings that `atelier bindgen` generates against the
 // runtime: a guest written only against generated bindings (guest/, world
 // guest/wit/roundtrip.wit) exchanges a value of every WIT type with the host in both
-// directions, and implements a resource.
+// directions, implements a resource, and uses one the host implements.
 package bindgen_test
 
 import (
@@ -166,18 +166,20 @@ var echoCases = []struct {
 
 // fixture is an instance of the round-trip guest and the host it talks to.
 type fixture struct {
-	host *echoHost
-	inst *runtime.Instance
+	host  *echoHost
+	files *fileHost
+	inst  *runtime.Instance
 }
 
 // shared is the runtime and the compiled guest, made once per test process (compiling a Go
 // component takes seconds).
 var shared struct {
-	once sync.Once
-	host *echoHost
-	rt   *runtime.Runtime
-	comp *runtime.Component
-	err  error
+	once  sync.Once
+	host  *echoHost
+	files *fileHost
+	rt    *runtime.Runtime
+	comp  *runtime.Component
+	err   error
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -185,9 +187,12 @@ func newFixture(t *testing.T) *fixture {
 	path := guesttest.Path(t, "tests/bindgen/guest")
 	shared.once.Do(func() {
 		shared.host = &echoHost{seen: map[string]any{}}
+		shared.files = &fileHost{drops: map[string][]string{}}
+		host := shared.host.iface()
+		shared.files.addTo(&host)
 		// The guest imports test:bindgen/types too (the interface its types come from): it has no
 		// functions, so an empty interface provides it.
-		ifaces := []runtime.HostInterface{shared.host.iface(), {Name: "test:bindgen/types@0.1.0"}}
+		ifaces := []runtime.HostInterface{host, {Name: "test:bindgen/types@0.1.0"}}
 		if shared.rt, shared.err = runtime.New(runtime.Config{NoCache: true, Interfaces: ifaces}); shared.err != nil {
 			return
 		}
@@ -201,6 +206,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(shared.err)
 	}
 	inst, err := shared.rt.Instantiate(context.Background(), shared.comp, runtime.InstanceConfig{
+		Name:    t.Name(),
 		Grants:  append(runtime.WASIBaseline(), "test:bindgen/host", "test:bindgen/types"),
 		Console: func(l runtime.ConsoleLine) { t.Logf("guest %s: %s", l.Stream, l.Text) },
 	})
@@ -208,7 +214,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { inst.Close() })
-	return &fixture{host: shared.host, inst: inst}
+	return &fixture{host: shared.host, files: shared.files, inst: inst}
 }
 
 // call calls a guest export and returns the result, with a WIT result's err payload as

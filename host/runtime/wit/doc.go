@@ -27,7 +27,8 @@
 //	                   the side has no type)
 //	flags              []string (or []any of strings) of set      []string in declaration order
 //	                   flags, or map[string]bool
-//	own<R> borrow<R>   Handle                                    Handle
+//	own<R> borrow<R>   Handle (a Converter with Resources may    Handle (same)
+//	                   use other values, see runtime.Resource)
 //
 // Nested options: an option whose payload is itself an option cannot tell none from some(none)
 // with nil alone, so for option<option<T>> (and only then) the outer some is written

@@ -21,7 +21,7 @@ import (
 //	option                  one word (0 none, 1 some), then the payload if some
 //	result                  one word (0 ok, 1 err), then the payload if that side has a type
 //	flags                   one word: bit i set when flag i (in declaration order) is set
-//	own, borrow             one word (the Handle)
+//	own, borrow             one word (the Handle, or what a Converter's Resources make of it)
 //
 // A Flat is reused from call to call (Reset keeps its capacity), which is what makes crossing
 // the boundary cheap. The zero value is empty and ready to use. Not safe for concurrent use.

@@ -4,34 +4,44 @@ import "math"
 
 // Lift consumes one canonical value of type t from f and returns its JSON-ish form (see the
 // package documentation). A Flat that does not match t is reported as a *ValueError wrapping
-// ErrFlatShort rather than a panic; at names the value in error messages.
-func Lift(t *Type, f *Flat, at string) (any, error) {
-	v, err := lift(t, f)
+// ErrFlatShort rather than a panic; at names the value in error messages. Resources are
+// Handles (Converter.Lift converts them otherwise).
+func Lift(t *Type, f *Flat, at string) (any, error) { return Converter{}.Lift(t, f, at) }
+
+// LiftArg is Lift for argument i of a call (error paths start with "args[i]").
+func LiftArg(t *Type, f *Flat, i int) (any, error) { return Converter{}.LiftArg(t, f, i) }
+
+// LiftReturn is the inverse of LowerReturn: it consumes what a function returned and, when t
+// is a result type, unwraps it into the payload of the side it holds and isErr.
+func LiftReturn(t *Type, f *Flat) (v any, isErr bool, err error) { return Converter{}.LiftReturn(t, f) }
+
+// Lift is the package's Lift with cv's resource values.
+func (cv Converter) Lift(t *Type, f *Flat, at string) (any, error) {
+	v, err := cv.lift(t, f)
 	if err != nil {
 		return nil, under(err, at)
 	}
 	return v, nil
 }
 
-// LiftArg is Lift for argument i of a call (error paths start with "args[i]").
-func LiftArg(t *Type, f *Flat, i int) (any, error) {
-	v, err := lift(t, f)
+// LiftArg is the package's LiftArg with cv's resource values.
+func (cv Converter) LiftArg(t *Type, f *Flat, i int) (any, error) {
+	v, err := cv.lift(t, f)
 	if err != nil {
 		return nil, under(err, "args"+index(i))
 	}
 	return v, nil
 }
 
-// LiftReturn is the inverse of LowerReturn: it consumes what a function returned and, when t
-// is a result type, unwraps it into the payload of the side it holds and isErr.
-func LiftReturn(t *Type, f *Flat) (v any, isErr bool, err error) {
+// LiftReturn is the package's LiftReturn with cv's resource values.
+func (cv Converter) LiftReturn(t *Type, f *Flat) (v any, isErr bool, err error) {
 	if t.Kind != Result {
 		v, err = Lift(t, f, "result")
 		return v, false, err
 	}
 	key, side, err := liftSide(t, f)
 	if err == nil && side != nil {
-		v, err = lift(side, f)
+		v, err = cv.lift(side, f)
 		err = under(err, key)
 	}
 	if err != nil {
@@ -53,7 +63,7 @@ func liftSide(t *Type, f *Flat) (string, *Type, error) {
 	return "ok", t.Ok, nil
 }
 
-func lift(t *Type, f *Flat) (any, error) {
+func (cv Converter) lift(t *Type, f *Flat) (any, error) {
 	switch t.Kind {
 	case String:
 		if s, ok := f.Str(); ok {
@@ -71,13 +81,13 @@ func lift(t *Type, f *Flat) (any, error) {
 		if !ok || n > uint64(len(f.Words)+len(f.Strs)+len(f.Bytes)) { // each element takes one at least
 			return nil, shortError(t)
 		}
-		return liftSeq(f, int(n), func(int) *Type { return t.Elem })
+		return cv.liftSeq(f, int(n), func(int) *Type { return t.Elem })
 	case Tuple:
-		return liftSeq(f, len(t.Elems), func(i int) *Type { return t.Elems[i] })
+		return cv.liftSeq(f, len(t.Elems), func(i int) *Type { return t.Elems[i] })
 	case Record:
 		out := make(map[string]any, len(t.Fields))
 		for _, fd := range t.Fields {
-			x, err := lift(fd.Type, f)
+			x, err := cv.lift(fd.Type, f)
 			if err != nil {
 				return nil, under(err, fd.Name)
 			}
@@ -93,7 +103,7 @@ func lift(t *Type, f *Flat) (any, error) {
 		if c.Type == nil {
 			return map[string]any{"tag": c.Name}, nil
 		}
-		x, err := lift(c.Type, f)
+		x, err := cv.lift(c.Type, f)
 		if err != nil {
 			return nil, under(err, c.Name)
 		}
@@ -112,7 +122,7 @@ func lift(t *Type, f *Flat) (any, error) {
 		if some == 0 {
 			return nil, nil
 		}
-		x, err := lift(t.Elem, f)
+		x, err := cv.lift(t.Elem, f)
 		if err != nil {
 			return nil, err
 		}
@@ -128,11 +138,21 @@ func lift(t *Type, f *Flat) (any, error) {
 		if side == nil {
 			return map[string]any{key: nil}, nil
 		}
-		x, err := lift(side, f)
+		x, err := cv.lift(side, f)
 		if err != nil {
 			return nil, under(err, key)
 		}
 		return map[string]any{key: x}, nil
+	case Own, Borrow:
+		w, ok := f.Word()
+		if !ok {
+			return nil, shortError(t)
+		}
+		if cv.Resources == nil {
+			return Handle(w), nil
+		}
+		v, err := cv.Resources.LiftResource(t, w)
+		return v, resourceError(err)
 	case Flags:
 		bits, ok := f.Word()
 		if !ok || len(t.Names) < MaxFlags && bits>>len(t.Names) != 0 {
@@ -180,16 +200,14 @@ func liftWord(t *Type, w uint64) (any, error) {
 		return math.Float64frombits(w), nil
 	case Char:
 		return string(rune(w)), nil
-	case Own, Borrow:
-		return Handle(w), nil
 	}
 	return nil, errorf("values of type %s are not supported", t.String())
 }
 
-func liftSeq(f *Flat, n int, elem func(int) *Type) (any, error) {
+func (cv Converter) liftSeq(f *Flat, n int, elem func(int) *Type) (any, error) {
 	out := make([]any, n)
 	for i := range out {
-		x, err := lift(elem(i), f)
+		x, err := cv.lift(elem(i), f)
 		if err != nil {
 			return nil, under(err, index(i))
 		}

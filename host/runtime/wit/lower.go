@@ -9,34 +9,45 @@ import (
 // Lower checks the JSON-ish value v against t and appends its canonical form to f (see the
 // package documentation for both forms). at names the value in error messages, for example
 // "result". Every mismatch is a *ValueError, after which f holds a partial value (Reset it);
-// Lower never panics.
-func Lower(t *Type, v any, at string, f *Flat) error {
-	if err := lower(t, v, f); err != nil {
-		return under(err, at)
-	}
-	return nil
-}
+// Lower never panics. Resources are Handles (Converter.Lower converts them otherwise).
+func Lower(t *Type, v any, at string, f *Flat) error { return Converter{}.Lower(t, v, at, f) }
 
 // LowerArg is Lower for argument i of a call: error paths start with "args[i]".
-func LowerArg(t *Type, v any, i int, f *Flat) error {
-	if err := lower(t, v, f); err != nil {
-		return under(err, "args"+index(i))
-	}
-	return nil
-}
+func LowerArg(t *Type, v any, i int, f *Flat) error { return Converter{}.LowerArg(t, v, i, f) }
 
 // LowerReturn lowers what a function returns, with a WIT `result` unwrapped: when t is a
 // result type, v is the payload of its ok side, or of its err side when isErr is set (nil for
 // a side without type). For any other t, v is the value and isErr must be false.
 func LowerReturn(t *Type, v any, isErr bool, f *Flat) error {
+	return Converter{}.LowerReturn(t, v, isErr, f)
+}
+
+// Lower is the package's Lower with cv's resource values.
+func (cv Converter) Lower(t *Type, v any, at string, f *Flat) error {
+	if err := cv.lower(t, v, f); err != nil {
+		return under(err, at)
+	}
+	return nil
+}
+
+// LowerArg is the package's LowerArg with cv's resource values.
+func (cv Converter) LowerArg(t *Type, v any, i int, f *Flat) error {
+	if err := cv.lower(t, v, f); err != nil {
+		return under(err, "args"+index(i))
+	}
+	return nil
+}
+
+// LowerReturn is the package's LowerReturn with cv's resource values.
+func (cv Converter) LowerReturn(t *Type, v any, isErr bool, f *Flat) error {
 	var err error
 	switch {
 	case t.Kind == Result:
-		err = lowerSide(t, v, isErr, f)
+		err = cv.lowerSide(t, v, isErr, f)
 	case isErr:
 		err = errorf("an error for %s, which is not a result type", t.String())
 	default:
-		err = lower(t, v, f)
+		err = cv.lower(t, v, f)
 	}
 	if err != nil {
 		return under(err, "result")
@@ -45,7 +56,7 @@ func LowerReturn(t *Type, v any, isErr bool, f *Flat) error {
 }
 
 // lowerSide lowers the payload v of the ok (or, with isErr, the err) side of result type t.
-func lowerSide(t *Type, v any, isErr bool, f *Flat) error {
+func (cv Converter) lowerSide(t *Type, v any, isErr bool, f *Flat) error {
 	key, side := "ok", t.Ok
 	if isErr {
 		key, side = "err", t.Err
@@ -57,7 +68,7 @@ func lowerSide(t *Type, v any, isErr bool, f *Flat) error {
 		}
 		return nil
 	}
-	if err := lower(side, v, f); err != nil {
+	if err := cv.lower(side, v, f); err != nil {
 		return under(err, key)
 	}
 	return nil
@@ -70,7 +81,7 @@ func b2w(b bool) uint64 {
 	return 0
 }
 
-func lower(t *Type, v any, f *Flat) error {
+func (cv Converter) lower(t *Type, v any, f *Flat) error {
 	switch t.Kind {
 	case Bool:
 		b, ok := v.(bool)
@@ -134,13 +145,13 @@ func lower(t *Type, v any, f *Flat) error {
 		}
 		f.PutStr(s)
 	case List:
-		return lowerList(t, v, f)
+		return cv.lowerList(t, v, f)
 	case Record:
-		return lowerRecord(t, v, f)
+		return cv.lowerRecord(t, v, f)
 	case Tuple:
-		return lowerTuple(t, v, f)
+		return cv.lowerTuple(t, v, f)
 	case Variant:
-		return lowerVariant(t, v, f)
+		return cv.lowerVariant(t, v, f)
 	case Enum:
 		s, ok := v.(string)
 		if !ok {
@@ -152,12 +163,20 @@ func lower(t *Type, v any, f *Flat) error {
 		}
 		f.PutWord(uint64(i))
 	case Option:
-		return lowerOption(t, v, f)
+		return cv.lowerOption(t, v, f)
 	case Result:
-		return lowerResult(t, v, f)
+		return cv.lowerResult(t, v, f)
 	case Flags:
 		return lowerFlags(t, v, f)
 	case Own, Borrow:
+		if cv.Resources != nil {
+			w, err := cv.Resources.LowerResource(t, v)
+			if err != nil {
+				return resourceError(err)
+			}
+			f.PutWord(w)
+			return nil
+		}
 		h, ok := v.(Handle)
 		if !ok {
 			return mismatch(t, v)
@@ -181,7 +200,7 @@ func intBits(k Kind) uint {
 	return 64
 }
 
-func lowerList(t *Type, v any, f *Flat) error {
+func (cv Converter) lowerList(t *Type, v any, f *Flat) error {
 	if b, ok := v.([]byte); ok && t.Elem.Kind == U8 {
 		f.PutBytes(b)
 		return nil
@@ -208,14 +227,14 @@ func lowerList(t *Type, v any, f *Flat) error {
 	}
 	f.PutWord(uint64(len(elems)))
 	for i, e := range elems {
-		if err := lower(t.Elem, e, f); err != nil {
+		if err := cv.lower(t.Elem, e, f); err != nil {
 			return under(err, index(i))
 		}
 	}
 	return nil
 }
 
-func lowerTuple(t *Type, v any, f *Flat) error {
+func (cv Converter) lowerTuple(t *Type, v any, f *Flat) error {
 	elems, ok := asSlice(v)
 	if !ok {
 		return mismatch(t, v)
@@ -224,14 +243,14 @@ func lowerTuple(t *Type, v any, f *Flat) error {
 		return errorf("want %d tuple elements, got %d", len(t.Elems), len(elems))
 	}
 	for i, et := range t.Elems {
-		if err := lower(et, elems[i], f); err != nil {
+		if err := cv.lower(et, elems[i], f); err != nil {
 			return under(err, index(i))
 		}
 	}
 	return nil
 }
 
-func lowerRecord(t *Type, v any, f *Flat) error {
+func (cv Converter) lowerRecord(t *Type, v any, f *Flat) error {
 	m, ok := asMap(v)
 	if !ok {
 		return mismatch(t, v)
@@ -244,7 +263,7 @@ func lowerRecord(t *Type, v any, f *Flat) error {
 		} else if fd.Type.Kind != Option {
 			return errorf("missing field %q of %s", fd.Name, t.String())
 		} // an absent optional field is none: fv is nil
-		if err := lower(fd.Type, fv, f); err != nil {
+		if err := cv.lower(fd.Type, fv, f); err != nil {
 			return under(err, fd.Name)
 		}
 	}
@@ -267,7 +286,7 @@ func hasField(t *Type, name string) bool {
 	return false
 }
 
-func lowerVariant(t *Type, v any, f *Flat) error {
+func (cv Converter) lowerVariant(t *Type, v any, f *Flat) error {
 	var tag string
 	var val any
 	hasVal := false
@@ -304,7 +323,7 @@ func lowerVariant(t *Type, v any, f *Flat) error {
 		if !hasVal {
 			return errorf("case %q of %s needs a \"val\"", tag, t.String())
 		}
-		if err := lower(c.Type, val, f); err != nil {
+		if err := cv.lower(c.Type, val, f); err != nil {
 			return under(err, tag)
 		}
 		return nil
@@ -312,7 +331,7 @@ func lowerVariant(t *Type, v any, f *Flat) error {
 	return errorf("%q is not a case of %s", tag, t.String())
 }
 
-func lowerOption(t *Type, v any, f *Flat) error {
+func (cv Converter) lowerOption(t *Type, v any, f *Flat) error {
 	if v == nil {
 		f.PutWord(0)
 		return nil
@@ -326,10 +345,10 @@ func lowerOption(t *Type, v any, f *Flat) error {
 		v = inner
 	}
 	f.PutWord(1)
-	return lower(t.Elem, v, f)
+	return cv.lower(t.Elem, v, f)
 }
 
-func lowerResult(t *Type, v any, f *Flat) error {
+func (cv Converter) lowerResult(t *Type, v any, f *Flat) error {
 	m, ok := asMap(v)
 	if !ok || len(m) != 1 {
 		return errorf("want {\"ok\": value} or {\"err\": value} for %s, got %s", t.String(), describe(v))
@@ -338,7 +357,7 @@ func lowerResult(t *Type, v any, f *Flat) error {
 		if k != "ok" && k != "err" {
 			return errorf("want {\"ok\": value} or {\"err\": value} for %s, got key %q", t.String(), k)
 		}
-		return lowerSide(t, x, k == "err", f)
+		return cv.lowerSide(t, x, k == "err", f)
 	}
 	return nil
 }

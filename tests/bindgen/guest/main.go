@@ -102,3 +102,37 @@ func (guest) Describe(x b.Item) string {
 	}
 	return fmt.Sprintf("%s [%s] count=%d perms=%s score=%s kind=%s", x.Title, strings.Join(x.Tags, ","), x.Count, x.Perms, score, kind)
 }
+
+// UseFiles uses every function of the host's file resource and reports what it saw.
+func (guest) UseFiles(text string) []string {
+	var seen []string
+	f := b.NewFile(text)
+	seen = append(seen, "new: "+f.Read())
+	f.Append("+more")
+	seen = append(seen, "append: "+f.Read())
+	both := f.Concat(f) // self and other borrow the same file
+	seen = append(seen, "concat: "+both.Read())
+	if _, err := b.FileOpen("missing"); err != nil {
+		seen = append(seen, "open missing: "+err.Error())
+	}
+	readme, err := b.FileOpen("readme")
+	if err != nil {
+		return append(seen, "open readme: "+err.Error())
+	}
+	seen = append(seen, "open readme: "+readme.Read())
+	for i, m := range b.FileMany([]string{"one", "two"}) {
+		seen = append(seen, fmt.Sprintf("many[%d]: %s", i, m.Read()))
+		m.Drop()
+	}
+	back := b.HostPass(both) // own out and back: `both` is gone, `back` is the same file
+	seen = append(seen, "pass: "+back.Read())
+	seen = append(seen, "close: "+b.HostCloseFile(back)) // own out: the host ends it
+	f.Drop()
+	readme.Drop()
+	return seen
+}
+
+// KeepFile makes a file and never drops it.
+func (guest) KeepFile(text string) { kept = append(kept, b.NewFile(text)) }
+
+var kept []b.File

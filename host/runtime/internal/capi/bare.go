@@ -160,7 +160,7 @@ func defineTrapping(l *Linker, imports []wit.Item) error {
 				},
 			})
 		}
-		if err := l.DefineInstance(it.Name, funcs); err != nil {
+		if err := l.DefineInstance(it.Name, nil, funcs); err != nil {
 			return fmt.Errorf("define %s: %w", it.Name, err)
 		}
 	}

@@ -34,7 +34,7 @@ func atlHostCall(env unsafe.Pointer, ctx *C.wasmtime_context_t, _ *C.wasmtime_co
 	in, out := &s.hostArgs, &s.hostRes
 	defer func() { in.Reset(); out.Reset() }() // drop references to Go values
 	for i := range cargs {
-		if err := s.lift(ft.Params[i].Type, &cargs[i], in); err != nil {
+		if err := s.lift(ft.Params[i].Type, &cargs[i], in, true); err != nil {
 			return newCError(fmt.Sprintf("host function %s: %v", hf.Name, err))
 		}
 	}
@@ -44,11 +44,25 @@ func atlHostCall(env unsafe.Pointer, ctx *C.wasmtime_context_t, _ *C.wasmtime_co
 	if ft.Result != nil {
 		res := vals(results, nresults)
 		clear(res)
-		if err := s.lower(ft.Result, out, &res[0]); err != nil {
+		if err := s.lower(ft.Result, out, &res[0], true); err != nil {
 			C.wasmtime_component_val_delete(&res[0])
 			clear(res)
 			return newCError(fmt.Sprintf("host function %s result: %v", hf.Name, err))
 		}
+	}
+	return nil
+}
+
+//export atlResourceDrop
+func atlResourceDrop(env C.uintptr_t, ctx *C.wasmtime_context_t, rep C.uint32_t) (cerr *C.wasmtime_error_t) {
+	defer func() {
+		if r := recover(); r != nil {
+			cerr = newCError(fmt.Sprintf("resource destructor panicked: %v", r))
+		}
+	}()
+	hr := cgo.Handle(uintptr(env)).Value().(*HostResource)
+	if err := hr.Drop(storeOf(ctx), uint32(rep)); err != nil {
+		return newCError(err.Error())
 	}
 	return nil
 }

@@ -28,6 +28,11 @@ type EngineConfig struct {
 	// Ignored with Pooling: the pooling allocator takes memories from its pool, never from a
 	// memory creator.
 	CapMemories bool
+	// KeepMemories is how many freed linear memories the memory creator keeps for reuse (0:
+	// none), engine-wide. A kept memory is scrubbed to zero when it is freed and keeps up to
+	// 16 MiB of its pages populated, so that the next instantiation does not fault them in
+	// again; kept memories are unmapped when the engine is closed. Only with CapMemories.
+	KeepMemories int
 }
 
 // PoolingConfig sizes the pooling instance allocator: slots are reserved up front and reused,
@@ -72,7 +77,7 @@ func NewEngine(cfg EngineConfig) *Engine {
 	}
 	capMemories := cfg.CapMemories && cfg.Pooling == nil
 	if capMemories {
-		C.atl_config_memory_creator(c)
+		C.atl_config_memory_creator(c, C.size_t(max(cfg.KeepMemories, 0)))
 	}
 	return &Engine{ptr: C.wasm_engine_new_with_config(c), capMemories: capMemories} // takes ownership of c
 }

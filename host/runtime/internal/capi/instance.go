@@ -44,7 +44,7 @@ func (f Func) Call(ft *wit.FuncType, args, res *wit.Flat) error {
 func (f Func) call(ft *wit.FuncType, cargs, cres []C.wasmtime_component_val_t, args, res *wit.Flat) error {
 	s := f.s
 	for i := range cargs {
-		if err := s.lower(ft.Params[i].Type, args, &cargs[i]); err != nil {
+		if err := s.lower(ft.Params[i].Type, args, &cargs[i], false); err != nil {
 			return err
 		}
 	}
@@ -60,7 +60,7 @@ func (f Func) call(ft *wit.FuncType, cargs, cres []C.wasmtime_component_val_t, a
 	}
 	var lerr error
 	if len(cres) > 0 {
-		lerr = s.lift(ft.Result, &cres[0], res)
+		lerr = s.lift(ft.Result, &cres[0], res, false)
 	}
 	if err := takeError(C.atl_func_post_return(s.mem, &f.f, s.ctx)); err != nil {
 		return err

@@ -40,35 +40,63 @@ func (l *Linker) AddWASIP2() error {
 	return takeError(C.wasmtime_component_linker_add_wasip2(l.ptr))
 }
 
+// HostResource is a resource type offered to guests under a linker instance.
+type HostResource struct {
+	// Name is the resource's name in the instance ("file").
+	Name string
+	// Type is the host type number that tells this resource type apart from the engine's other
+	// host resource types: guests cannot pass a resource of one type where another is expected.
+	Type uint32
+	// Drop runs when an owned handle of the resource whose representation is rep is dropped
+	// (by the guest, or through Store.DropResource). An error traps the guest with its message.
+	Drop func(s *Store, rep uint32) error
+}
+
 // DefineInstance defines the instance `name` (for example "atelier:host/kv@0.1.0") with all
-// of its functions. A name can be defined only once per linker.
-func (l *Linker) DefineInstance(name string, funcs []HostFunc) error {
-	n := len(funcs)
-	names := make([]*C.char, n)
-	lens := make([]C.size_t, n)
-	envs := make([]C.uintptr_t, n)
-	for i, f := range funcs {
-		names[i] = C.CString(f.Name)
-		lens[i] = C.size_t(len(f.Name))
-		h := cgo.NewHandle(&funcs[i])
-		l.handles = append(l.handles, h)
-		envs[i] = C.uintptr_t(h)
+// of its resource types and functions. A name can be defined only once per linker.
+func (l *Linker) DefineInstance(name string, resources []HostResource, funcs []HostFunc) error {
+	rnames, rlens, renvs := l.items(len(resources), func(i int) (string, any) { return resources[i].Name, &resources[i] })
+	types := make([]C.uint32_t, len(resources))
+	for i, r := range resources {
+		types[i] = C.uint32_t(r.Type)
 	}
+	names, lens, envs := l.items(len(funcs), func(i int) (string, any) { return funcs[i].Name, &funcs[i] })
 	cname := C.CString(name)
 	defer func() {
 		C.free(unsafe.Pointer(cname))
-		for _, p := range names {
+		for _, p := range append(names, rnames...) {
 			C.free(unsafe.Pointer(p))
 		}
 	}()
-	// The C arrays below are Go memory holding only C pointers and integers: allowed by cgo.
-	var pnames **C.char
-	var plens *C.size_t
-	var penvs *C.uintptr_t
-	if n > 0 {
-		pnames, plens, penvs = &names[0], &lens[0], &envs[0]
+	// The C arrays are Go memory holding only C pointers and integers: allowed by cgo.
+	return takeError(C.atl_linker_define_instance(l.ptr, cname, C.size_t(len(name)),
+		C.size_t(len(resources)), first(rnames), first(rlens), first(types), first(renvs),
+		C.size_t(len(funcs)), first(names), first(lens), first(envs)))
+}
+
+// items returns C copies of the names of n items and cgo.Handles of their Go values, which the
+// linker keeps until Close.
+func (l *Linker) items(n int, item func(i int) (string, any)) ([]*C.char, []C.size_t, []C.uintptr_t) {
+	names := make([]*C.char, n)
+	lens := make([]C.size_t, n)
+	envs := make([]C.uintptr_t, n)
+	for i := range n {
+		name, v := item(i)
+		names[i] = C.CString(name)
+		lens[i] = C.size_t(len(name))
+		h := cgo.NewHandle(v)
+		l.handles = append(l.handles, h)
+		envs[i] = C.uintptr_t(h)
 	}
-	return takeError(C.atl_linker_define_instance(l.ptr, cname, C.size_t(len(name)), C.size_t(n), pnames, plens, penvs))
+	return names, lens, envs
+}
+
+// first returns a pointer to the first element of s, or nil when s is empty.
+func first[T any](s []T) *T {
+	if len(s) == 0 {
+		return nil
+	}
+	return &s[0]
 }
 
 // Instantiate instantiates c in s.

@@ -1,8 +1,11 @@
 // Atelier's linear memories: an engine-wide Wasmtime memory creator that enforces each store's
 // memory cap itself, so that a refused growth is recorded where the host can read it (the C
-// API's store limiter refuses silently). host/runtime/RATIONALE.md ("Memory cap") explains the
-// design; store.go (MemoryRefused) and the wrappers' callers are the Go side.
+// API's store limiter refuses silently), and that recycles freed memories, scrubbed to zero, so
+// that an instantiation does not pay for a fresh mapping and its page faults. host/runtime/
+// RATIONALE.md ("Memory cap") explains the design; store.go (MemoryRefused) and the wrappers'
+// callers are the Go side.
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,20 +21,38 @@ static _Thread_local atl_memcap_t *atl_current;
 // The largest reservation made when Wasmtime does not ask for one (every 32-bit memory fits).
 #define ATL_MAX_FREE_RESERVATION ((size_t)1 << 32)
 
-// Memories alive in the process, for leak checks.
-static int64_t atl_live;
+// A pooled memory keeps at most this many bytes of its pages populated (zeroed, so the next
+// user does not fault them in again); its other pages go back to the kernel.
+#define ATL_KEEP_RESIDENT ((size_t)16 << 20)
 
-// One linear memory: a PROT_NONE reservation [pre-guard | capacity | guard] of which the first
-// `committed` bytes after the pre-guard are read-write.
+// Memories in use by stores, and freed memories kept in pools, in the whole process.
+static int64_t atl_live, atl_pooled;
+
+typedef struct atl_pool atl_pool_t;
+
+// One linear memory: a PROT_NONE reservation [guard | capacity | guard] of which the first
+// `committed` bytes after the first guard are read-write.
 typedef struct atl_memory {
-  atl_memcap_t *cap;
+  atl_pool_t *pool;  // where the memory goes when freed (NULL: unmapped)
+  atl_memcap_t *cap; // of the store using it; NULL while pooled
   uint8_t *mapping;
   size_t mapping_len;
   uint8_t *base;
+  size_t guard;     // bytes reserved before base and after the capacity
   size_t size;      // bytes the guest may access
   size_t committed; // read-write bytes from base (size rounded up to host pages)
   size_t capacity;  // growth up to here never moves base
 } atl_memory_t;
+
+// The memory creator's state (its env): freed memories kept for reuse, most recent last. Every
+// byte of a pooled memory's reservation is zero (atl_scrub), so a reused memory is
+// indistinguishable from a fresh mapping once atl_set_committed has sized it.
+struct atl_pool {
+  pthread_mutex_t mu;
+  size_t max; // memories kept at most
+  size_t n;
+  atl_memory_t **kept;
+};
 
 // Rounds n up to a multiple of the host page size; 0 when that overflows.
 static size_t atl_round_page(size_t n) {
@@ -63,6 +84,8 @@ static void atl_memcap_release(atl_memcap_t *c) {
 
 int64_t atl_live_memories(void) { return __atomic_load_n(&atl_live, __ATOMIC_RELAXED); }
 
+int64_t atl_pooled_memories(void) { return __atomic_load_n(&atl_pooled, __ATOMIC_RELAXED); }
+
 static uint8_t *atl_get_memory(void *env, size_t *byte_size, size_t *byte_capacity) {
   atl_memory_t *m = env;
   *byte_size = m->size;
@@ -70,16 +93,19 @@ static uint8_t *atl_get_memory(void *env, size_t *byte_size, size_t *byte_capaci
   return m->base;
 }
 
-// Makes [base, base+bytes) read-write, bytes rounded up to host pages.
-static wasmtime_error_t *atl_commit(atl_memory_t *m, size_t bytes) {
+// Makes exactly [base, base+bytes) read-write, bytes rounded up to host pages, and the rest of
+// the capacity PROT_NONE (the rest is PROT_NONE already from `committed` on).
+static wasmtime_error_t *atl_set_committed(atl_memory_t *m, size_t bytes) {
   size_t want = atl_round_page(bytes);
   if (want == 0 && bytes != 0)
     return wasmtime_error_new("linear memory size overflows");
-  if (want <= m->committed)
-    return NULL;
-  if (mprotect(m->base + m->committed, want - m->committed, PROT_READ | PROT_WRITE) != 0)
+  if (want > m->committed &&
+      mprotect(m->base + m->committed, want - m->committed, PROT_READ | PROT_WRITE) != 0)
     return atl_errorf("make %zu bytes of linear memory accessible: errno %zu", want - m->committed,
                       (size_t)errno);
+  if (want < m->committed && mprotect(m->base + want, m->committed - want, PROT_NONE) != 0)
+    return atl_errorf("make %zu bytes of linear memory inaccessible: errno %zu",
+                      m->committed - want, (size_t)errno);
   m->committed = want;
   return NULL;
 }
@@ -96,29 +122,133 @@ static wasmtime_error_t *atl_grow_memory(void *env, size_t new_size) {
   if (new_size > m->capacity)
     return atl_errorf("growing linear memory to %zu bytes exceeds its reservation of %zu bytes",
                       new_size, m->capacity);
-  wasmtime_error_t *err = atl_commit(m, new_size);
+  wasmtime_error_t *err = atl_set_committed(m, new_size);
   if (err == NULL)
     m->size = new_size;
   return err;
 }
 
+static void atl_unmap(atl_memory_t *m) {
+  munmap(m->mapping, m->mapping_len);
+  free(m);
+}
+
+// Returns every byte of a freed memory to zero; only [base, base+committed) was ever
+// accessible since the memory was last zero. Populated pages in the first ATL_KEEP_RESIDENT
+// bytes are cleared in place (they stay populated for the next user); every other page
+// (never touched, swapped out, or above the limit) is dropped with MADV_DONTNEED, after which
+// it reads as zero. 0 on success.
+static int atl_scrub(atl_memory_t *m) {
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  size_t pages = m->committed / page;
+  size_t keep = (m->committed < ATL_KEEP_RESIDENT ? m->committed : ATL_KEEP_RESIDENT) / page;
+  unsigned char vec[4096];
+  for (size_t at = 0; at < keep;) {
+    size_t n = keep - at < sizeof vec ? keep - at : sizeof vec;
+    if (mincore(m->base + at * page, n * page, vec) != 0)
+      return -1;
+    for (size_t i = 0; i < n;) {
+      size_t j = i + 1;
+      while (j < n && (vec[j] & 1) == (vec[i] & 1))
+        j++;
+      uint8_t *p = m->base + (at + i) * page;
+      size_t len = (j - i) * page;
+      if (vec[i] & 1)
+        memset(p, 0, len);
+      else if (madvise(p, len, MADV_DONTNEED) != 0)
+        return -1;
+      i = j;
+    }
+    at += n;
+  }
+  if (pages > keep &&
+      madvise(m->base + keep * page, (pages - keep) * page, MADV_DONTNEED) != 0)
+    return -1;
+  return 0;
+}
+
+// Keeps a freed memory in its pool (scrubbed) if there is room; 0 when it was not kept.
+static int atl_pool_put(atl_memory_t *m) {
+  atl_pool_t *p = m->pool;
+  if (p == NULL)
+    return 0;
+  pthread_mutex_lock(&p->mu);
+  int room = p->n < p->max;
+  pthread_mutex_unlock(&p->mu);
+  if (!room || atl_scrub(m) != 0)
+    return 0;
+  pthread_mutex_lock(&p->mu);
+  room = p->n < p->max;
+  if (room)
+    p->kept[p->n++] = m;
+  pthread_mutex_unlock(&p->mu);
+  if (room)
+    __atomic_add_fetch(&atl_pooled, 1, __ATOMIC_RELAXED);
+  return room;
+}
+
+// Takes the most recently pooled memory with this layout, or NULL.
+static atl_memory_t *atl_pool_take(atl_pool_t *p, size_t guard, size_t capacity) {
+  if (p == NULL)
+    return NULL;
+  atl_memory_t *m = NULL;
+  pthread_mutex_lock(&p->mu);
+  for (size_t i = p->n; i-- > 0;) {
+    if (p->kept[i]->guard == guard && p->kept[i]->capacity == capacity) {
+      m = p->kept[i];
+      p->kept[i] = p->kept[--p->n];
+      break;
+    }
+  }
+  pthread_mutex_unlock(&p->mu);
+  if (m != NULL)
+    __atomic_sub_fetch(&atl_pooled, 1, __ATOMIC_RELAXED);
+  return m;
+}
+
 static void atl_free_memory(void *env) {
   atl_memory_t *m = env;
-  munmap(m->mapping, m->mapping_len);
   atl_memcap_release(m->cap);
-  free(m);
+  m->cap = NULL;
   __atomic_sub_fetch(&atl_live, 1, __ATOMIC_RELAXED);
+  if (!atl_pool_put(m))
+    atl_unmap(m);
+}
+
+// Reserves a fresh memory: guard + capacity + guard bytes, all PROT_NONE.
+static wasmtime_error_t *atl_map(atl_pool_t *p, size_t guard, size_t capacity,
+                                 atl_memory_t **out) {
+  size_t len = guard + capacity;
+  if (len < capacity || len + guard < len)
+    return wasmtime_error_new("linear memory reservation overflows");
+  len += guard;
+  atl_memory_t *m = calloc(1, sizeof *m);
+  if (m == NULL)
+    return wasmtime_error_new("out of host memory for a linear memory");
+  void *mapping = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (mapping == MAP_FAILED) {
+    free(m);
+    return atl_errorf("reserve %zu bytes for a linear memory: errno %zu", len, (size_t)errno);
+  }
+  m->pool = p;
+  m->mapping = mapping;
+  m->mapping_len = len;
+  m->base = (uint8_t *)mapping + guard;
+  m->guard = guard;
+  m->capacity = capacity;
+  *out = m;
+  return NULL;
 }
 
 // Wasmtime's contract (config.h, MemoryCreator::new_memory): `reserved` bytes (when non-zero)
 // plus `guard` bytes after them must be reserved so that compiled code can elide bounds checks,
 // the base never moves, and the memory starts zeroed. A guard of the same size also precedes
-// the memory, as Wasmtime's own memories have.
+// the memory, as Wasmtime's own memories have. A pooled memory of the same layout is reused.
 static wasmtime_error_t *atl_new_memory(void *env, const wasm_memorytype_t *ty, size_t minimum,
                                         size_t maximum, size_t reserved, size_t guard,
                                         wasmtime_linear_memory_t *ret) {
-  (void)env;
   (void)ty;
+  atl_pool_t *pool = env;
   atl_memcap_t *cap = atl_current;
   if (cap == NULL)
     return wasmtime_error_new("linear memory requested outside an Atelier store call");
@@ -137,31 +267,20 @@ static wasmtime_error_t *atl_new_memory(void *env, const wasm_memorytype_t *ty, 
   if (capacity < minimum)
     return atl_errorf("linear memory minimum of %zu bytes exceeds its reservation of %zu bytes",
                       minimum, capacity);
-  size_t len = guard + capacity;
-  if (len < capacity || len + guard < len)
-    return wasmtime_error_new("linear memory reservation overflows");
-  len += guard;
 
-  atl_memory_t *m = calloc(1, sizeof *m);
+  atl_memory_t *m = atl_pool_take(pool, guard, capacity);
+  wasmtime_error_t *err = NULL;
   if (m == NULL)
-    return wasmtime_error_new("out of host memory for a linear memory");
-  void *p = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED) {
-    free(m);
-    return atl_errorf("reserve %zu bytes for a linear memory: errno %zu", len, (size_t)errno);
-  }
-  m->mapping = p;
-  m->mapping_len = len;
-  m->base = (uint8_t *)p + guard;
-  m->capacity = capacity;
-  m->cap = cap;
-  wasmtime_error_t *err = atl_commit(m, minimum);
+    err = atl_map(pool, guard, capacity, &m);
+  if (err == NULL)
+    err = atl_set_committed(m, minimum);
   if (err != NULL) {
-    munmap(p, len);
-    free(m);
+    if (m != NULL)
+      atl_unmap(m);
     return err;
   }
   m->size = minimum;
+  m->cap = cap;
   __atomic_add_fetch(&cap->refs, 1, __ATOMIC_ACQ_REL);
   __atomic_add_fetch(&atl_live, 1, __ATOMIC_RELAXED);
   ret->env = m;
@@ -171,8 +290,29 @@ static wasmtime_error_t *atl_new_memory(void *env, const wasm_memorytype_t *ty, 
   return NULL;
 }
 
-void atl_config_memory_creator(wasm_config_t *c) {
-  wasmtime_memory_creator_t creator = {NULL, atl_new_memory, NULL};
+// Unmaps the pooled memories when the engine that owns the creator is deleted (after every
+// store, so no memory is in use any more).
+static void atl_pool_delete(void *env) {
+  atl_pool_t *p = env;
+  if (p == NULL)
+    return;
+  for (size_t i = 0; i < p->n; i++)
+    atl_unmap(p->kept[i]);
+  __atomic_sub_fetch(&atl_pooled, (int64_t)p->n, __ATOMIC_RELAXED);
+  pthread_mutex_destroy(&p->mu);
+  free(p->kept);
+  free(p);
+}
+
+void atl_config_memory_creator(wasm_config_t *c, size_t keep) {
+  atl_pool_t *p = calloc(1, sizeof *p);
+  if (p != NULL && keep > 0)
+    p->kept = calloc(keep, sizeof *p->kept);
+  if (p != NULL && p->kept != NULL) // else no memory is kept (out of host memory, or keep 0)
+    p->max = keep;
+  if (p != NULL)
+    pthread_mutex_init(&p->mu, NULL);
+  wasmtime_memory_creator_t creator = {p, atl_new_memory, atl_pool_delete};
   wasmtime_config_host_memory_creator_set(c, &creator);
   // Copy-on-write initialisation maps a module's data image over Wasmtime's own mmap memories
   // and cannot work on a custom memory: data segments are copied in instead.

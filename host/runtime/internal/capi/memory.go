@@ -4,6 +4,11 @@ package capi
 import "C"
 
 // LiveMemories returns the number of linear memories made by the memory creator
-// (EngineConfig.CapMemories) that are alive in the process: every store's memories are freed
+// (EngineConfig.CapMemories) that are in use in the process: every store's memories are freed
 // when it is closed, which leak tests check with this count.
 func LiveMemories() int64 { return int64(C.atl_live_memories()) }
+
+// PooledMemories returns the number of freed linear memories that the memory creators of the
+// process's engines keep for reuse (EngineConfig.KeepMemories); an engine's are unmapped when
+// it is closed.
+func PooledMemories() int64 { return int64(C.atl_pooled_memories()) }

@@ -3,14 +3,26 @@
 #include "shim.h"
 #include "_cgo_export.h"
 
+static wasmtime_error_t *atl_resource_dtor(void *env, wasmtime_context_t *ctx, uint32_t rep) {
+  return atlResourceDrop((uintptr_t)env, ctx, rep);
+}
+
 wasmtime_error_t *atl_linker_define_instance(wasmtime_component_linker_t *linker,
-                                             const char *inst, size_t inst_len, size_t n,
+                                             const char *inst, size_t inst_len, size_t nres,
+                                             char **res_names, size_t *res_name_lens,
+                                             uint32_t *res_types, uintptr_t *res_envs, size_t n,
                                              char **names, size_t *name_lens,
                                              uintptr_t *envs) {
   wasmtime_component_linker_instance_t *root = wasmtime_component_linker_root(linker);
   wasmtime_component_linker_instance_t *li = NULL;
   wasmtime_error_t *err =
       wasmtime_component_linker_instance_add_instance(root, inst, inst_len, &li);
+  for (size_t i = 0; i < nres && err == NULL; i++) {
+    wasmtime_component_resource_type_t *ty = wasmtime_component_resource_type_new_host(res_types[i]);
+    err = wasmtime_component_linker_instance_add_resource(
+        li, res_names[i], res_name_lens[i], ty, atl_resource_dtor, (void *)res_envs[i], NULL);
+    wasmtime_component_resource_type_delete(ty);
+  }
   for (size_t i = 0; i < n && err == NULL; i++) {
     err = wasmtime_component_linker_instance_add_func(
         li, names[i], name_lens[i], (wasmtime_component_func_callback_t)atlHostCall,

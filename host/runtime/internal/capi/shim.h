@@ -7,11 +7,15 @@
 #include <stdint.h>
 #include <wasmtime.h>
 
-// Defines instance `inst` holding `n` host functions named names[i]; each calls atlHostCall
-// with envs[i] (a cgo.Handle owned by the Go side). All functions of one instance must be
-// defined in one call: the linker refuses to define an instance name twice.
+// Defines instance `inst` holding `nres` host resource types named res_names[i], of host type
+// res_types[i], whose destructor calls atlResourceDrop with res_envs[i], and `n` host functions
+// named names[i]; each calls atlHostCall with envs[i] (the envs are cgo.Handles owned by the Go
+// side). All items of one instance must be defined in one call: the linker refuses to define
+// an instance name twice.
 wasmtime_error_t *atl_linker_define_instance(wasmtime_component_linker_t *linker,
-                                             const char *inst, size_t inst_len, size_t n,
+                                             const char *inst, size_t inst_len, size_t nres,
+                                             char **res_names, size_t *res_name_lens,
+                                             uint32_t *res_types, uintptr_t *res_envs, size_t n,
                                              char **names, size_t *name_lens,
                                              uintptr_t *envs);
 
@@ -32,9 +36,13 @@ typedef struct atl_memcap {
 } atl_memcap_t;
 
 // Installs the memory creator on an engine config and turns copy-on-write initialisation off.
-void atl_config_memory_creator(wasm_config_t *c);
-// Memories alive in the process.
+// The creator keeps up to `keep` freed memories (scrubbed to zero) for reuse until the engine is
+// deleted.
+void atl_config_memory_creator(wasm_config_t *c, size_t keep);
+// Memories in use by stores in the process.
 int64_t atl_live_memories(void);
+// Freed memories kept for reuse by the memory creators of the process's engines.
+int64_t atl_pooled_memories(void);
 
 // Creates a store whose data is `handle` (a cgo.Handle). With `capped` (engines with the memory
 // creator) it also creates the store's cap in *mem, else *mem is NULL. NULL when out of memory.

@@ -73,8 +73,10 @@ func shortError(t *wit.Type) error {
 }
 
 // lift appends the C value c of type t to f in canonical form (see wit.Flat). The C value
-// stays owned by the caller; resources are cloned into the store's handle table.
-func (s *Store) lift(t *wit.Type, c *C.wasmtime_component_val_t, f *wit.Flat) error {
+// stays owned by the caller. Resources are cloned into the store's handle table, except with
+// host set (the arguments of a host function), where they are host-defined: their word is
+// HostResourceWord(type, rep), and an own<R> passes to the host (the guest no longer has it).
+func (s *Store) lift(t *wit.Type, c *C.wasmtime_component_val_t, f *wit.Flat, host bool) error {
 	if c.kind != cKind(t.Kind) {
 		return kindError(t, c)
 	}
@@ -114,7 +116,7 @@ func (s *Store) lift(t *wit.Type, c *C.wasmtime_component_val_t, f *wit.Flat) er
 		}
 		f.PutWord(uint64(len(elems)))
 		for i := range elems {
-			if err := s.lift(t.Elem, &elems[i], f); err != nil {
+			if err := s.lift(t.Elem, &elems[i], f, host); err != nil {
 				return err
 			}
 		}
@@ -125,7 +127,7 @@ func (s *Store) lift(t *wit.Type, c *C.wasmtime_component_val_t, f *wit.Flat) er
 		}
 		entries := unsafe.Slice(rv.data, int(rv.size))
 		for i := range entries {
-			if err := s.lift(t.Fields[i].Type, &entries[i].val, f); err != nil {
+			if err := s.lift(t.Fields[i].Type, &entries[i].val, f, host); err != nil {
 				return err
 			}
 		}
@@ -136,7 +138,7 @@ func (s *Store) lift(t *wit.Type, c *C.wasmtime_component_val_t, f *wit.Flat) er
 		}
 		elems := vals(tv.data, tv.size)
 		for i := range elems {
-			if err := s.lift(t.Elems[i], &elems[i], f); err != nil {
+			if err := s.lift(t.Elems[i], &elems[i], f, host); err != nil {
 				return err
 			}
 		}
@@ -154,7 +156,7 @@ func (s *Store) lift(t *wit.Type, c *C.wasmtime_component_val_t, f *wit.Flat) er
 		}
 		f.PutWord(uint64(i))
 		if vv.val != nil {
-			return s.lift(t.Cases[i].Type, vv.val, f)
+			return s.lift(t.Cases[i].Type, vv.val, f, host)
 		}
 	case wit.Enum:
 		i := nameIndex((*C.wasm_name_t)(p), t.Names)
@@ -169,7 +171,7 @@ func (s *Store) lift(t *wit.Type, c *C.wasmtime_component_val_t, f *wit.Flat) er
 			return nil
 		}
 		f.PutWord(1)
-		return s.lift(t.Elem, inner, f)
+		return s.lift(t.Elem, inner, f, host)
 	case wit.Result:
 		rv := (*C.wasmtime_component_valresult_t)(p)
 		side := t.Ok
@@ -181,7 +183,7 @@ func (s *Store) lift(t *wit.Type, c *C.wasmtime_component_val_t, f *wit.Flat) er
 		}
 		f.PutWord(b2w(!bool(rv.is_ok)))
 		if side != nil {
-			return s.lift(side, rv.val, f)
+			return s.lift(side, rv.val, f, host)
 		}
 	case wit.Flags:
 		fv := (*C.wasmtime_component_valflags_t)(p)
@@ -197,7 +199,16 @@ func (s *Store) lift(t *wit.Type, c *C.wasmtime_component_val_t, f *wit.Flat) er
 		f.PutWord(set)
 	case wit.Own, wit.Borrow:
 		r := *(**C.wasmtime_component_resource_any_t)(p)
-		f.PutWord(uint64(s.addResource(C.wasmtime_component_resource_any_clone(r))))
+		if !host {
+			f.PutWord(uint64(s.addResource(C.wasmtime_component_resource_any_clone(r))))
+			return nil
+		}
+		var hr *C.wasmtime_component_resource_host_t
+		if err := takeError(C.wasmtime_component_resource_any_to_host(s.ctx, r, &hr)); err != nil {
+			return fmt.Errorf("capi: %s is not a host resource: %w", t, err)
+		}
+		f.PutWord(HostResourceWord(uint32(C.wasmtime_component_resource_host_type(hr)), uint32(C.wasmtime_component_resource_host_rep(hr))))
+		C.wasmtime_component_resource_host_delete(hr)
 	default:
 		return fmt.Errorf("capi: values of type %s are not supported", t)
 	}
@@ -218,8 +229,9 @@ func b2w(b bool) uint64 {
 // lower consumes one canonical value of type t from f and writes it into the zeroed C value c,
 // allocating every part that c owns with Wasmtime's allocator (so that Wasmtime or
 // wasmtime_component_val_delete can free it). On error c is left in a state that
-// wasmtime_component_val_delete accepts.
-func (s *Store) lower(t *wit.Type, f *wit.Flat, c *C.wasmtime_component_val_t) error {
+// wasmtime_component_val_delete accepts. With host set (the result of a host function),
+// resources are host-defined and their words are HostResourceWords.
+func (s *Store) lower(t *wit.Type, f *wit.Flat, c *C.wasmtime_component_val_t, host bool) error {
 	p := unionOf(c)
 	switch t.Kind {
 	case wit.String:
@@ -229,7 +241,7 @@ func (s *Store) lower(t *wit.Type, f *wit.Flat, c *C.wasmtime_component_val_t) e
 		}
 		setName((*C.wasm_name_t)(p), x)
 	case wit.List:
-		return s.lowerList(t, f, c)
+		return s.lowerList(t, f, c, host)
 	case wit.Record:
 		rv := (*C.wasmtime_component_valrecord_t)(p)
 		C.wasmtime_component_valrecord_new_uninit(rv, C.size_t(len(t.Fields)))
@@ -238,7 +250,7 @@ func (s *Store) lower(t *wit.Type, f *wit.Flat, c *C.wasmtime_component_val_t) e
 		clear(entries)
 		for i, fd := range t.Fields {
 			setName(&entries[i].name, fd.Name)
-			if err := s.lower(fd.Type, f, &entries[i].val); err != nil {
+			if err := s.lower(fd.Type, f, &entries[i].val, host); err != nil {
 				return err
 			}
 		}
@@ -249,7 +261,7 @@ func (s *Store) lower(t *wit.Type, f *wit.Flat, c *C.wasmtime_component_val_t) e
 		c.kind = cKind(t.Kind)
 		elems := zeroed(tv.data, len(t.Elems))
 		for i, et := range t.Elems {
-			if err := s.lower(et, f, &elems[i]); err != nil {
+			if err := s.lower(et, f, &elems[i], host); err != nil {
 				return err
 			}
 		}
@@ -263,7 +275,7 @@ func (s *Store) lower(t *wit.Type, f *wit.Flat, c *C.wasmtime_component_val_t) e
 		vv := (*C.wasmtime_component_valvariant_t)(p)
 		if cs.Type != nil {
 			var err error
-			if vv.val, err = s.lowerBoxed(cs.Type, f); err != nil {
+			if vv.val, err = s.lowerBoxed(cs.Type, f, host); err != nil {
 				return err
 			}
 		}
@@ -280,7 +292,7 @@ func (s *Store) lower(t *wit.Type, f *wit.Flat, c *C.wasmtime_component_val_t) e
 			return shortError(t)
 		}
 		if some == 1 {
-			inner, err := s.lowerBoxed(t.Elem, f)
+			inner, err := s.lowerBoxed(t.Elem, f, host)
 			if err != nil {
 				return err
 			}
@@ -298,7 +310,7 @@ func (s *Store) lower(t *wit.Type, f *wit.Flat, c *C.wasmtime_component_val_t) e
 		rv := (*C.wasmtime_component_valresult_t)(p)
 		if side != nil {
 			var err error
-			if rv.val, err = s.lowerBoxed(side, f); err != nil {
+			if rv.val, err = s.lowerBoxed(side, f, host); err != nil {
 				return err
 			}
 		}
@@ -328,6 +340,14 @@ func (s *Store) lower(t *wit.Type, f *wit.Flat, c *C.wasmtime_component_val_t) e
 		h, ok := f.Word()
 		if !ok {
 			return shortError(t)
+		}
+		if host {
+			r, err := s.hostResource(t, h)
+			if err != nil {
+				return err
+			}
+			*(**C.wasmtime_component_resource_any_t)(p) = r
+			break
 		}
 		r, err := s.resource(wit.Handle(h))
 		if err != nil {
@@ -371,7 +391,7 @@ func lowerWord(t *wit.Type, w uint64, p unsafe.Pointer) error {
 	return nil
 }
 
-func (s *Store) lowerList(t *wit.Type, f *wit.Flat, c *C.wasmtime_component_val_t) error {
+func (s *Store) lowerList(t *wit.Type, f *wit.Flat, c *C.wasmtime_component_val_t, host bool) error {
 	lv := (*C.wasmtime_component_vallist_t)(unionOf(c))
 	if t.Elem.Kind == wit.U8 {
 		b, ok := f.ByteList()
@@ -395,7 +415,7 @@ func (s *Store) lowerList(t *wit.Type, f *wit.Flat, c *C.wasmtime_component_val_
 	c.kind = C.WASMTIME_COMPONENT_LIST
 	elems := zeroed(lv.data, int(n))
 	for i := range elems {
-		if err := s.lower(t.Elem, f, &elems[i]); err != nil {
+		if err := s.lower(t.Elem, f, &elems[i], host); err != nil {
 			return err
 		}
 	}
@@ -404,9 +424,9 @@ func (s *Store) lowerList(t *wit.Type, f *wit.Flat, c *C.wasmtime_component_val_
 
 // lowerBoxed lowers the next value of f into a value on Wasmtime's heap (for variant, option
 // and result payloads).
-func (s *Store) lowerBoxed(t *wit.Type, f *wit.Flat) (*C.wasmtime_component_val_t, error) {
+func (s *Store) lowerBoxed(t *wit.Type, f *wit.Flat, host bool) (*C.wasmtime_component_val_t, error) {
 	var tmp C.wasmtime_component_val_t
-	if err := s.lower(t, f, &tmp); err != nil {
+	if err := s.lower(t, f, &tmp, host); err != nil {
 		C.wasmtime_component_val_delete(&tmp)
 		return nil, err
 	}
@@ -422,4 +442,24 @@ func zeroed(p *C.wasmtime_component_val_t, n int) []C.wasmtime_component_val_t {
 	s := unsafe.Slice(p, n)
 	clear(s)
 	return s
+}
+
+// HostResourceWord is the canonical word of the host-defined resource of host type ty whose
+// representation is rep, in the values of host functions.
+func HostResourceWord(ty, rep uint32) uint64 { return uint64(ty)<<32 | uint64(rep) }
+
+// SplitHostResourceWord is the inverse of HostResourceWord.
+func SplitHostResourceWord(w uint64) (ty, rep uint32) { return uint32(w >> 32), uint32(w) }
+
+// hostResource makes the Wasmtime value of the host-defined resource whose word is w, as an
+// own<R> or borrow<R> (by t) for the store.
+func (s *Store) hostResource(t *wit.Type, w uint64) (*C.wasmtime_component_resource_any_t, error) {
+	ty, rep := SplitHostResourceWord(w)
+	hr := C.wasmtime_component_resource_host_new(C.bool(t.Kind == wit.Own), C.uint32_t(rep), C.uint32_t(ty))
+	defer C.wasmtime_component_resource_host_delete(hr)
+	var r *C.wasmtime_component_resource_any_t
+	if err := takeError(C.wasmtime_component_resource_host_to_any(s.ctx, hr, &r)); err != nil {
+		return nil, fmt.Errorf("capi: %s: %w", t, err)
+	}
+	return r, nil
 }

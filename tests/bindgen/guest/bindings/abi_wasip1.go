@@ -10,6 +10,124 @@ import (
 	"math"
 )
 
+//go:wasmimport test:bindgen/host@0.1.0 [resource-drop]file
+func wasmimportDropFile(handle uint32)
+
+// Drop drops the handle: the host may free the resource.
+func (self File) Drop() { wasmimportDropFile(self.handle) }
+
+//go:wasmimport test:bindgen/host@0.1.0 [constructor]file
+func wasmimportNewFile(f0_ uint32, f1_ uint32) uint32
+
+// NewFile calls the imported function `[constructor]file` of test:bindgen/host@0.1.0.
+//
+// A file holding `text`.
+func NewFile(text string) File {
+	l_ := cabi.ArgLowering()
+	var f0_ uint32
+	var f1_ uint32
+	p1_, n2_ := l_.String(text)
+	f0_ = p1_
+	f1_ = n2_
+	r0_ := wasmimportNewFile(f0_, f1_)
+	l_.Free()
+	var r_ File
+	r_ = File{handle: r0_}
+	return r_
+}
+
+//go:wasmimport test:bindgen/host@0.1.0 [method]file.read
+func wasmimportFileRead(f0_ uint32, ret_ uint32)
+
+// Read calls the imported function `[method]file.read` of test:bindgen/host@0.1.0.
+//
+// The file's text.
+func (self File) Read() string {
+	var f0_ uint32
+	f0_ = self.handle
+	ret_ := cabi.RetArea(8)
+	wasmimportFileRead(f0_, ret_)
+	r_ := cabi.LoadString(ret_)
+	return r_
+}
+
+//go:wasmimport test:bindgen/host@0.1.0 [method]file.append
+func wasmimportFileAppend(f0_ uint32, f1_ uint32, f2_ uint32)
+
+// Append calls the imported function `[method]file.append` of test:bindgen/host@0.1.0.
+func (self File) Append(more string) {
+	l_ := cabi.ArgLowering()
+	var f0_ uint32
+	var f1_ uint32
+	var f2_ uint32
+	f0_ = self.handle
+	p3_, n4_ := l_.String(more)
+	f1_ = p3_
+	f2_ = n4_
+	wasmimportFileAppend(f0_, f1_, f2_)
+	l_.Free()
+}
+
+//go:wasmimport test:bindgen/host@0.1.0 [method]file.concat
+func wasmimportFileConcat(f0_ uint32, f1_ uint32) uint32
+
+// Concat calls the imported function `[method]file.concat` of test:bindgen/host@0.1.0.
+//
+// A new file holding this file's text, then `other`'s (two borrows).
+func (self File) Concat(other File) File {
+	var f0_ uint32
+	var f1_ uint32
+	f0_ = self.handle
+	f1_ = other.handle
+	r0_ := wasmimportFileConcat(f0_, f1_)
+	var r_ File
+	r_ = File{handle: r0_}
+	return r_
+}
+
+//go:wasmimport test:bindgen/host@0.1.0 [static]file.open
+func wasmimportFileOpen(f0_ uint32, f1_ uint32, ret_ uint32)
+
+// FileOpen calls the imported function `[static]file.open` of test:bindgen/host@0.1.0.
+//
+// The file called `name`, or an error naming it.
+func FileOpen(name string) (File, error) {
+	l_ := cabi.ArgLowering()
+	var f0_ uint32
+	var f1_ uint32
+	p5_, n6_ := l_.String(name)
+	f0_ = p5_
+	f1_ = n6_
+	ret_ := cabi.RetArea(12)
+	wasmimportFileOpen(f0_, f1_, ret_)
+	l_.Free()
+	r_ := liftResult_File_String(ret_)
+	if r_.IsErr {
+		return r_.Ok, &ResultError[string]{Value: r_.Err}
+	}
+	return r_.Ok, nil
+}
+
+//go:wasmimport test:bindgen/host@0.1.0 [static]file.many
+func wasmimportFileMany(f0_ uint32, f1_ uint32, ret_ uint32)
+
+// FileMany calls the imported function `[static]file.many` of test:bindgen/host@0.1.0.
+//
+// One new file per text.
+func FileMany(texts []string) []File {
+	l_ := cabi.ArgLowering()
+	var f0_ uint32
+	var f1_ uint32
+	p7_, n8_ := cabi.LowerSlice(l_, texts, 8, lowerString)
+	f0_ = p7_
+	f1_ = n8_
+	ret_ := cabi.RetArea(8)
+	wasmimportFileMany(f0_, f1_, ret_)
+	l_.Free()
+	r_ := cabi.LoadSlice(ret_, 4, liftFile)
+	return r_
+}
+
 //go:wasmimport test:bindgen/host@0.1.0 echo-bool
 func wasmimportHostEchoBool(f0_ uint32) uint32
 
@@ -200,9 +318,9 @@ func HostEchoString(x string) string {
 	l_ := cabi.ArgLowering()
 	var f0_ uint32
 	var f1_ uint32
-	p1_, n2_ := l_.String(x)
-	f0_ = p1_
-	f1_ = n2_
+	p9_, n10_ := l_.String(x)
+	f0_ = p9_
+	f1_ = n10_
 	ret_ := cabi.RetArea(8)
 	wasmimportHostEchoString(f0_, f1_, ret_)
 	l_.Free()
@@ -220,9 +338,9 @@ func HostEchoBytes(x []byte) []byte {
 	l_ := cabi.ArgLowering()
 	var f0_ uint32
 	var f1_ uint32
-	p3_, n4_ := l_.Bytes(x)
-	f0_ = p3_
-	f1_ = n4_
+	p11_, n12_ := l_.Bytes(x)
+	f0_ = p11_
+	f1_ = n12_
 	ret_ := cabi.RetArea(8)
 	wasmimportHostEchoBytes(f0_, f1_, ret_)
 	l_.Free()
@@ -240,9 +358,9 @@ func HostEchoStrings(x []string) []string {
 	l_ := cabi.ArgLowering()
 	var f0_ uint32
 	var f1_ uint32
-	p5_, n6_ := cabi.LowerSlice(l_, x, 8, lowerString)
-	f0_ = p5_
-	f1_ = n6_
+	p13_, n14_ := cabi.LowerSlice(l_, x, 8, lowerString)
+	f0_ = p13_
+	f1_ = n14_
 	ret_ := cabi.RetArea(8)
 	wasmimportHostEchoStrings(f0_, f1_, ret_)
 	l_.Free()
@@ -264,9 +382,9 @@ func HostEchoPoint(x Point) Point {
 	var f3_ uint32
 	f0_ = uint32(x.X)
 	f1_ = uint32(x.Y)
-	p7_, n8_ := l_.String(x.Label)
-	f2_ = p7_
-	f3_ = n8_
+	p15_, n16_ := l_.String(x.Label)
+	f2_ = p15_
+	f3_ = n16_
 	ret_ := cabi.RetArea(16)
 	wasmimportHostEchoPoint(f0_, f1_, f2_, f3_, ret_)
 	l_.Free()
@@ -287,9 +405,9 @@ func HostEchoTuple(x Tuple3[uint32, string, bool]) Tuple3[uint32, string, bool] 
 	var f2_ uint32
 	var f3_ uint32
 	f0_ = x.F0
-	p9_, n10_ := l_.String(x.F1)
-	f1_ = p9_
-	f2_ = n10_
+	p17_, n18_ := l_.String(x.F1)
+	f1_ = p17_
+	f2_ = n18_
 	f3_ = cabi.Bool(x.F2)
 	ret_ := cabi.RetArea(16)
 	wasmimportHostEchoTuple(f0_, f1_, f2_, f3_, ret_)
@@ -321,14 +439,14 @@ func HostEchoShape(x Shape) Shape {
 		f0_ = 2
 		f1_ = uint64(uint32(x.Rect.X))
 		f2_ = uint32(x.Rect.Y)
-		p11_, n12_ := l_.String(x.Rect.Label)
-		f3_ = p11_
-		f4_ = n12_
+		p19_, n20_ := l_.String(x.Rect.Label)
+		f3_ = p19_
+		f4_ = n20_
 	case ShapeNamed:
 		f0_ = 3
-		p13_, n14_ := l_.String(x.Named)
-		f1_ = uint64(p13_)
-		f2_ = n14_
+		p21_, n22_ := l_.String(x.Named)
+		f1_ = uint64(p21_)
+		f2_ = n22_
 	default:
 		panic("invalid case of shape")
 	}
@@ -389,9 +507,9 @@ func HostEchoOptionOption(x **string) **string {
 		f0_ = 1
 		if (*x) != nil {
 			f1_ = 1
-			p16_, n17_ := l_.String((*(*x)))
-			f2_ = p16_
-			f3_ = n17_
+			p24_, n25_ := l_.String((*(*x)))
+			f2_ = p24_
+			f3_ = n25_
 		}
 	}
 	ret_ := cabi.RetArea(16)
@@ -416,9 +534,9 @@ func HostEchoResult(x Result[string, uint32]) (string, error) {
 		f0_ = 1
 		f1_ = x.Err
 	} else {
-		p20_, n21_ := l_.String(x.Ok)
-		f1_ = p20_
-		f2_ = n21_
+		p28_, n29_ := l_.String(x.Ok)
+		f1_ = p28_
+		f2_ = n29_
 	}
 	ret_ := cabi.RetArea(12)
 	wasmimportHostEchoResult(f0_, f1_, f2_, ret_)
@@ -503,12 +621,12 @@ func HostEchoItem(x Item) Item {
 	var f10_ uint32
 	var f11_ uint32
 	var f12_ uint32
-	p22_, n23_ := l_.String(x.Title)
-	f0_ = p22_
-	f1_ = n23_
-	p24_, n25_ := cabi.LowerSlice(l_, x.Tags, 8, lowerString)
-	f2_ = p24_
-	f3_ = n25_
+	p30_, n31_ := l_.String(x.Title)
+	f0_ = p30_
+	f1_ = n31_
+	p32_, n33_ := cabi.LowerSlice(l_, x.Tags, 8, lowerString)
+	f2_ = p32_
+	f3_ = n33_
 	f4_ = x.Count
 	f5_ = uint32(x.Perms)
 	if x.Score != nil {
@@ -525,14 +643,14 @@ func HostEchoItem(x Item) Item {
 		f8_ = 2
 		f9_ = uint64(uint32(x.Kind.Rect.X))
 		f10_ = uint32(x.Kind.Rect.Y)
-		p26_, n27_ := l_.String(x.Kind.Rect.Label)
-		f11_ = p26_
-		f12_ = n27_
+		p34_, n35_ := l_.String(x.Kind.Rect.Label)
+		f11_ = p34_
+		f12_ = n35_
 	case ShapeNamed:
 		f8_ = 3
-		p28_, n29_ := l_.String(x.Kind.Named)
-		f9_ = uint64(p28_)
-		f10_ = n29_
+		p36_, n37_ := l_.String(x.Kind.Named)
+		f9_ = uint64(p36_)
+		f10_ = n37_
 	default:
 		panic("invalid case of shape")
 	}
@@ -553,9 +671,9 @@ func HostEchoItems(x []Item) []Item {
 	l_ := cabi.ArgLowering()
 	var f0_ uint32
 	var f1_ uint32
-	p31_, n32_ := cabi.LowerSlice(l_, x, 64, lowerItem)
-	f0_ = p31_
-	f1_ = n32_
+	p39_, n40_ := cabi.LowerSlice(l_, x, 64, lowerItem)
+	f0_ = p39_
+	f1_ = n40_
 	ret_ := cabi.RetArea(8)
 	wasmimportHostEchoItems(f0_, f1_, ret_)
 	l_.Free()
@@ -634,23 +752,23 @@ func HostEchoNested(x Nested) Nested {
 	var f7_ uint32
 	var f8_ uint32
 	var f9_ uint32
-	p33_, n34_ := cabi.LowerSlice(l_, x.Opts, 20, lowerOption_Point)
-	f0_ = p33_
-	f1_ = n34_
-	p35_, n36_ := cabi.LowerSlice(l_, x.Results, 12, lowerResult_Color_String)
-	f2_ = p35_
-	f3_ = n36_
-	p37_, n38_ := cabi.LowerSlice(l_, x.Tuples, 32, lowerTuple2_S8_Option_Mixed)
-	f4_ = p37_
-	f5_ = n38_
+	p41_, n42_ := cabi.LowerSlice(l_, x.Opts, 20, lowerOption_Point)
+	f0_ = p41_
+	f1_ = n42_
+	p43_, n44_ := cabi.LowerSlice(l_, x.Results, 12, lowerResult_Color_String)
+	f2_ = p43_
+	f3_ = n44_
+	p45_, n46_ := cabi.LowerSlice(l_, x.Tuples, 32, lowerTuple2_S8_Option_Mixed)
+	f4_ = p45_
+	f5_ = n46_
 	if x.Deep != nil {
 		f6_ = 1
 		if (*x.Deep).IsErr {
 			f7_ = 1
 		} else {
-			p39_, n40_ := l_.Bytes((*x.Deep).Ok)
-			f8_ = p39_
-			f9_ = n40_
+			p47_, n48_ := l_.Bytes((*x.Deep).Ok)
+			f8_ = p47_
+			f9_ = n48_
 		}
 	}
 	ret_ := cabi.RetArea(40)
@@ -670,9 +788,9 @@ func HostEchoWords(x Words) Words {
 	l_ := cabi.ArgLowering()
 	var f0_ uint32
 	var f1_ uint32
-	p44_, n45_ := cabi.LowerSlice(l_, x, 8, lowerString)
-	f0_ = p44_
-	f1_ = n45_
+	p52_, n53_ := cabi.LowerSlice(l_, x, 8, lowerString)
+	f0_ = p52_
+	f1_ = n53_
 	ret_ := cabi.RetArea(8)
 	wasmimportHostEchoWords(f0_, f1_, ret_)
 	l_.Free()
@@ -712,18 +830,18 @@ func HostEchoSpill(a uint64, b uint64, c uint64, d uint64, e uint64, f uint64, g
 	f5_ = f
 	f6_ = g
 	f7_ = h
-	p46_, n47_ := l_.String(i)
-	f8_ = p46_
-	f9_ = n47_
-	p48_, n49_ := l_.String(j)
-	f10_ = p48_
-	f11_ = n49_
-	p50_, n51_ := l_.String(k)
-	f12_ = p50_
-	f13_ = n51_
-	p52_, n53_ := l_.String(l)
-	f14_ = p52_
-	f15_ = n53_
+	p54_, n55_ := l_.String(i)
+	f8_ = p54_
+	f9_ = n55_
+	p56_, n57_ := l_.String(j)
+	f10_ = p56_
+	f11_ = n57_
+	p58_, n59_ := l_.String(k)
+	f12_ = p58_
+	f13_ = n59_
+	p60_, n61_ := l_.String(l)
+	f14_ = p60_
+	f15_ = n61_
 	ret_ := cabi.RetArea(16)
 	wasmimportHostEchoSpill(f0_, f1_, f2_, f3_, f4_, f5_, f6_, f7_, f8_, f9_, f10_, f11_, f12_, f13_, f14_, f15_, ret_)
 	l_.Free()
@@ -741,9 +859,9 @@ func HostLookup(key string) (Point, error) {
 	l_ := cabi.ArgLowering()
 	var f0_ uint32
 	var f1_ uint32
-	p54_, n55_ := l_.String(key)
-	f0_ = p54_
-	f1_ = n55_
+	p62_, n63_ := l_.String(key)
+	f0_ = p62_
+	f1_ = n63_
 	ret_ := cabi.RetArea(20)
 	wasmimportHostLookup(f0_, f1_, ret_)
 	l_.Free()
@@ -752,6 +870,36 @@ func HostLookup(key string) (Point, error) {
 		return r_.Ok, &ResultError[Color]{Value: r_.Err}
 	}
 	return r_.Ok, nil
+}
+
+//go:wasmimport test:bindgen/host@0.1.0 close-file
+func wasmimportHostCloseFile(f0_ uint32, ret_ uint32)
+
+// HostCloseFile calls the imported function `close-file` of test:bindgen/host@0.1.0.
+//
+// Takes the file and returns its text: the host ends it.
+func HostCloseFile(f File) string {
+	var f0_ uint32
+	f0_ = f.handle
+	ret_ := cabi.RetArea(8)
+	wasmimportHostCloseFile(f0_, ret_)
+	r_ := cabi.LoadString(ret_)
+	return r_
+}
+
+//go:wasmimport test:bindgen/host@0.1.0 pass
+func wasmimportHostPass(f0_ uint32) uint32
+
+// HostPass calls the imported function `pass` of test:bindgen/host@0.1.0.
+//
+// Takes the file and hands it back.
+func HostPass(f File) File {
+	var f0_ uint32
+	f0_ = f.handle
+	r0_ := wasmimportHostPass(f0_)
+	var r_ File
+	r_ = File{handle: r0_}
+	return r_
 }
 
 // resourcesCounter holds the Counter values the host has handles to.
@@ -1087,9 +1235,9 @@ func wasmexportTestBindgenGuest010EchoColor(f0_ uint32) uint32 {
 func wasmexportTestBindgenGuest010EchoOption(f0_ uint32, f1_ uint32) uint32 {
 	var x *uint32
 	if f0_ != 0 {
-		var e56_ uint32
-		e56_ = f1_
-		x = &e56_
+		var e64_ uint32
+		e64_ = f1_
+		x = &e64_
 	}
 	r_ := exportGuest().EchoOption(x)
 	ret_ := cabi.Results(8)
@@ -1107,13 +1255,13 @@ func wasmexportPostTestBindgenGuest010EchoOption(uint32) { cabi.ReleaseResults()
 func wasmexportTestBindgenGuest010EchoOptionOption(f0_ uint32, f1_ uint32, f2_ uint32, f3_ uint32) uint32 {
 	var x **string
 	if f0_ != 0 {
-		var e57_ *string
+		var e65_ *string
 		if f1_ != 0 {
-			var e58_ string
-			e58_ = cabi.TakeString(f2_, f3_)
-			e57_ = &e58_
+			var e66_ string
+			e66_ = cabi.TakeString(f2_, f3_)
+			e65_ = &e66_
 		}
-		x = &e57_
+		x = &e65_
 	}
 	r_ := exportGuest().EchoOptionOption(x)
 	ret_ := cabi.Results(16)
@@ -1201,9 +1349,9 @@ func wasmexportTestBindgenGuest010EchoItem(f0_ uint32, f1_ uint32, f2_ uint32, f
 	x.Count = f4_
 	x.Perms = Perms(f5_)
 	if f6_ != 0 {
-		var e59_ float64
-		e59_ = f7_
-		x.Score = &e59_
+		var e67_ float64
+		e67_ = f7_
+		x.Score = &e67_
 	}
 	switch f8_ {
 	case 0:
@@ -1308,13 +1456,13 @@ func wasmexportTestBindgenGuest010EchoNested(f0_ uint32, f1_ uint32, f2_ uint32,
 	x.Results = cabi.LiftSlice(f2_, f3_, 12, liftResult_Color_String)
 	x.Tuples = cabi.LiftSlice(f4_, f5_, 32, liftTuple2_S8_Option_Mixed)
 	if f6_ != 0 {
-		var e60_ Result[[]byte, struct{}]
+		var e68_ Result[[]byte, struct{}]
 		if f7_ != 0 {
-			e60_.IsErr = true
+			e68_.IsErr = true
 		} else {
-			e60_.Ok = cabi.TakeBytes(f8_, f9_)
+			e68_.Ok = cabi.TakeBytes(f8_, f9_)
 		}
-		x.Deep = &e60_
+		x.Deep = &e68_
 	}
 	r_ := exportGuest().EchoNested(x)
 	ret_ := cabi.Results(40)
@@ -1413,9 +1561,9 @@ func wasmexportTestBindgenGuest010Describe(f0_ uint32, f1_ uint32, f2_ uint32, f
 	x.Count = f4_
 	x.Perms = Perms(f5_)
 	if f6_ != 0 {
-		var e61_ float64
-		e61_ = f7_
-		x.Score = &e61_
+		var e69_ float64
+		e69_ = f7_
+		x.Score = &e69_
 	}
 	switch f8_ {
 	case 0:
@@ -1474,6 +1622,29 @@ func wasmexportTestBindgenGuest010Dropped() uint32 {
 	return o0_
 }
 
+//go:wasmexport test:bindgen/guest@0.1.0#use-files
+func wasmexportTestBindgenGuest010UseFiles(f0_ uint32, f1_ uint32) uint32 {
+	var text string
+	text = cabi.TakeString(f0_, f1_)
+	r_ := exportGuest().UseFiles(text)
+	ret_ := cabi.Results(8)
+	l_ := new(cabi.Lowering)
+	cabi.StoreSlice(l_, ret_, r_, 8, lowerString)
+	return ret_
+}
+
+// wasmexportPostTestBindgenGuest010UseFiles frees the results of test:bindgen/guest@0.1.0#use-files once the host has read them.
+//
+//go:wasmexport cabi_post_test:bindgen/guest@0.1.0#use-files
+func wasmexportPostTestBindgenGuest010UseFiles(uint32) { cabi.ReleaseResults() }
+
+//go:wasmexport test:bindgen/guest@0.1.0#keep-file
+func wasmexportTestBindgenGuest010KeepFile(f0_ uint32, f1_ uint32) {
+	var text string
+	text = cabi.TakeString(f0_, f1_)
+	exportGuest().KeepFile(text)
+}
+
 // exportExports returns the registered implementation of the set of functions the world roundtrip exports.
 func exportExports() Exports {
 	if implExports == nil {
@@ -1510,9 +1681,25 @@ func resultErr[E any](fn string, err error) E {
 	panic(fn + " returned the error \"" + err.Error() + "\", which is not a *ResultError of its WIT error type")
 }
 
+// liftResult_File_String lifts a result<file, string> from memory at p.
+func liftResult_File_String(p uint32) (v Result[File, string]) {
+	if cabi.Load8(p) != 0 {
+		v.IsErr = true
+		v.Err = cabi.LoadString(p + 4)
+	} else {
+		v.Ok = File{handle: cabi.Load32(p + 4)}
+	}
+	return v
+}
+
 // lowerString lowers v, a string, into memory at p.
 func lowerString(l_ *cabi.Lowering, p uint32, v string) {
 	l_.StoreString(p, v)
+}
+
+// liftFile lifts a file from memory at p.
+func liftFile(p uint32) (v File) {
+	return File{handle: cabi.Load32(p)}
 }
 
 // liftString lifts a string from memory at p.
@@ -1559,8 +1746,8 @@ func liftShape(p uint32) (v Shape) {
 // liftOption_U32 lifts a option<u32> from memory at p.
 func liftOption_U32(p uint32) (v *uint32) {
 	if cabi.Load8(p) != 0 {
-		e15_ := cabi.Load32(p + 4)
-		v = &e15_
+		e23_ := cabi.Load32(p + 4)
+		v = &e23_
 	}
 	return v
 }
@@ -1568,8 +1755,8 @@ func liftOption_U32(p uint32) (v *uint32) {
 // liftOption_String lifts a option<string> from memory at p.
 func liftOption_String(p uint32) (v *string) {
 	if cabi.Load8(p) != 0 {
-		e19_ := cabi.LoadString(p + 4)
-		v = &e19_
+		e27_ := cabi.LoadString(p + 4)
+		v = &e27_
 	}
 	return v
 }
@@ -1577,8 +1764,8 @@ func liftOption_String(p uint32) (v *string) {
 // liftOption_Option_String lifts a option<option<string>> from memory at p.
 func liftOption_Option_String(p uint32) (v **string) {
 	if cabi.Load8(p) != 0 {
-		e18_ := liftOption_String(p + 4)
-		v = &e18_
+		e26_ := liftOption_String(p + 4)
+		v = &e26_
 	}
 	return v
 }
@@ -1597,8 +1784,8 @@ func liftResult_String_U32(p uint32) (v Result[string, uint32]) {
 // liftOption_F64 lifts a option<f64> from memory at p.
 func liftOption_F64(p uint32) (v *float64) {
 	if cabi.Load8(p) != 0 {
-		e30_ := cabi.LoadF64(p + 8)
-		v = &e30_
+		e38_ := cabi.LoadF64(p + 8)
+		v = &e38_
 	}
 	return v
 }
@@ -1768,8 +1955,8 @@ func lowerTuple2_S8_Option_Mixed(l_ *cabi.Lowering, p uint32, v Tuple2[int8, *Mi
 // liftOption_Point lifts a option<point> from memory at p.
 func liftOption_Point(p uint32) (v *Point) {
 	if cabi.Load8(p) != 0 {
-		e41_ := liftPoint(p + 4)
-		v = &e41_
+		e49_ := liftPoint(p + 4)
+		v = &e49_
 	}
 	return v
 }
@@ -1788,8 +1975,8 @@ func liftResult_Color_String(p uint32) (v Result[Color, string]) {
 // liftOption_Mixed lifts a option<mixed> from memory at p.
 func liftOption_Mixed(p uint32) (v *Mixed) {
 	if cabi.Load8(p) != 0 {
-		e42_ := liftMixed(p + 8)
-		v = &e42_
+		e50_ := liftMixed(p + 8)
+		v = &e50_
 	}
 	return v
 }
@@ -1814,8 +2001,8 @@ func liftResult_List_U8_Void(p uint32) (v Result[[]byte, struct{}]) {
 // liftOption_Result_List_U8_Void lifts a option<result<list<u8>>> from memory at p.
 func liftOption_Result_List_U8_Void(p uint32) (v *Result[[]byte, struct{}]) {
 	if cabi.Load8(p) != 0 {
-		e43_ := liftResult_List_U8_Void(p + 4)
-		v = &e43_
+		e51_ := liftResult_List_U8_Void(p + 4)
+		v = &e51_
 	}
 	return v
 }

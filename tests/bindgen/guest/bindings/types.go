@@ -212,6 +212,13 @@ type Nested struct {
 // An alias of an anonymous type.
 type Words = []string
 
+// File is the resource `file` of test:bindgen/host@0.1.0, implemented by the host: a handle, valid until Drop (or until it is passed to a function that takes ownership).
+//
+// A text file implemented by the host.
+type File struct {
+	handle uint32
+}
+
 // Counter is the resource `counter` of test:bindgen/guest@0.1.0, which this component implements: any Go type with these methods. A value returned as own<counter> stays alive until the host drops it; then its Drop method runs if it has one.
 //
 // A counter implemented by the guest.
@@ -380,6 +387,15 @@ type Guest interface {
 	//
 	// How many counters have been dropped (their Drop ran).
 	Dropped() uint32
+	// UseFiles implements `use-files`.
+	//
+	// Uses every function of the host's file with `text` and reports what it saw, one line
+	// per step; every file it made is gone when it returns.
+	UseFiles(text string) []string
+	// KeepFile implements `keep-file`.
+	//
+	// Makes a file and keeps it (until the instance ends).
+	KeepFile(text string)
 }
 
 var implGuest Guest

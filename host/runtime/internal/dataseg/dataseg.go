@@ -1,0 +1,375 @@
+// Package dataseg merges the active data segments of the core modules in a WebAssembly
+// component, so that a Wasmtime engine without copy-on-write memory images (one with a custom
+// memory creator) initialises memory with a few copies instead of one per segment.
+//
+// Toolchains emit many small segments (the Go linker splits data at every run of zeros, Wizer
+// snapshots emit one segment per non-zero run: 22505 and 5958 segments in the example Go and
+// JS gadgets), and Wasmtime's per-segment work costs about 25 ns each, more than copying a few
+// hundred bytes. Wasmtime itself merges segments into one image per memory at compile time,
+// but only when copy-on-write initialisation is on.
+//
+// The rewrite keeps the module's meaning: only a module that defines all its memories (imports
+// none), has no data-count section (so no instruction names a segment), and whose segments are
+// all active, in memory 0, at i32.const offsets and pairwise disjoint is rewritten. A run of
+// consecutive segments in ascending order whose gaps are at most MaxGap bytes becomes one
+// segment, its gaps filled with zeros; a gap is filled only when no other segment lies in it,
+// so the zeros land where the fresh memory is zero anyway. The merged segment is out of bounds
+// exactly when one of its segments was, so instantiation traps exactly when it did. Everything
+// else is copied byte for byte; input that is not understood is returned unchanged.
+package dataseg
+
+import "sort"
+
+// MaxGap is the longest run of zeros a merged segment fills in: copying it costs about as
+// much as Wasmtime's work for one more segment.
+const MaxGap = 256
+
+// Merge returns the component (or core module) bin with the data segments of its core
+// modules merged, or bin itself when nothing changes or the binary is not understood.
+func Merge(bin []byte) []byte {
+	out, changed := rewrite(bin)
+	if !changed {
+		return bin
+	}
+	return out
+}
+
+var (
+	magic     = []byte{0, 'a', 's', 'm'}
+	coreLayer = []byte{1, 0, 0, 0}
+)
+
+// rewrite handles one component or core module, with its preamble.
+func rewrite(bin []byte) ([]byte, bool) {
+	if len(bin) < 8 || string(bin[:4]) != string(magic) {
+		return nil, false
+	}
+	if string(bin[4:8]) == string(coreLayer) {
+		return mergeModule(bin)
+	}
+	if bin[6] != 1 || bin[7] != 0 { // a component's layer
+		return nil, false
+	}
+	secs, ok := sections(bin[8:])
+	if !ok {
+		return nil, false
+	}
+	out := append([]byte(nil), bin[:8]...)
+	changed := false
+	for _, s := range secs {
+		payload := s.payload
+		if s.id == 1 || s.id == 4 { // a core module or a nested component
+			if p, ok := rewrite(payload); ok {
+				payload, changed = p, true
+			}
+		}
+		out = appendSection(out, s.id, payload)
+	}
+	return out, changed
+}
+
+type section struct {
+	id      byte
+	payload []byte
+}
+
+// sections splits a binary's body (after the preamble) into sections.
+func sections(b []byte) ([]section, bool) {
+	var out []section
+	for r := (reader{b: b}); !r.done(); {
+		id := r.byte()
+		n := r.u32()
+		payload := r.bytes(n)
+		if r.bad {
+			return nil, false
+		}
+		out = append(out, section{id, payload})
+	}
+	return out, true
+}
+
+func appendSection(out []byte, id byte, payload []byte) []byte {
+	out = append(out, id)
+	out = appendU32(out, uint32(len(payload)))
+	return append(out, payload...)
+}
+
+// segment is an active data segment of memory 0.
+type segment struct {
+	off  uint32
+	data []byte
+}
+
+func (s segment) end() uint64 { return uint64(s.off) + uint64(len(s.data)) }
+
+// mergeModule rewrites the data section of one core module, if the module qualifies.
+func mergeModule(bin []byte) ([]byte, bool) {
+	secs, ok := sections(bin[8:])
+	if !ok {
+		return nil, false
+	}
+	data := -1
+	for i, s := range secs {
+		switch s.id {
+		case 2:
+			if !importsNoMemory(s.payload) {
+				return nil, false
+			}
+		case 11:
+			if data >= 0 {
+				return nil, false
+			}
+			data = i
+		case 12: // data count: instructions may name segments by index
+			return nil, false
+		}
+	}
+	if data < 0 {
+		return nil, false
+	}
+	segs, ok := parseData(secs[data].payload)
+	if !ok {
+		return nil, false
+	}
+	merged := mergeSegments(segs)
+	if len(merged) == len(segs) {
+		return nil, false
+	}
+	out := append([]byte(nil), bin[:8]...)
+	for i, s := range secs {
+		payload := s.payload
+		if i == data {
+			payload = encodeData(merged)
+		}
+		out = appendSection(out, s.id, payload)
+	}
+	return out, true
+}
+
+// importsNoMemory reports whether an import section is understood and imports no memory.
+func importsNoMemory(b []byte) bool {
+	r := reader{b: b}
+	n := r.u32()
+	for i := uint32(0); i < n && !r.bad; i++ {
+		r.bytes(r.u32()) // module
+		r.bytes(r.u32()) // name
+		switch r.byte() {
+		case 0x00: // func: a type index
+			r.u32()
+		case 0x04: // tag: an attribute byte and a type index
+			r.byte()
+			r.u32()
+		case 0x01: // table: reference type and limits
+			if t := r.byte(); t != 0x70 && t != 0x6f {
+				return false
+			}
+			if !r.limits() {
+				return false
+			}
+		case 0x03: // global: value type and mutability
+			switch r.byte() {
+			case 0x7f, 0x7e, 0x7d, 0x7c, 0x7b, 0x70, 0x6f:
+			default:
+				return false
+			}
+			r.byte()
+		default: // 0x02, a memory, or not understood
+			return false
+		}
+	}
+	return !r.bad && r.done()
+}
+
+// parseData reads a data section whose segments are all active in memory 0 at i32.const
+// offsets.
+func parseData(b []byte) ([]segment, bool) {
+	r := reader{b: b}
+	n := r.u32()
+	if r.bad || uint64(n) > uint64(len(b)) {
+		return nil, false
+	}
+	segs := make([]segment, 0, n)
+	for i := uint32(0); i < n && !r.bad; i++ {
+		switch r.u32() {
+		case 0:
+		case 2:
+			if r.u32() != 0 {
+				return nil, false
+			}
+		default: // passive, or not understood
+			return nil, false
+		}
+		if r.byte() != 0x41 { // i32.const
+			return nil, false
+		}
+		off := uint32(r.s32())
+		if r.byte() != 0x0b { // end
+			return nil, false
+		}
+		segs = append(segs, segment{off: off, data: r.bytes(r.u32())})
+	}
+	return segs, !r.bad && r.done()
+}
+
+// mergeSegments merges runs of consecutive ascending segments (see the package comment); it
+// returns segs unchanged unless all segments are pairwise disjoint.
+func mergeSegments(segs []segment) []segment {
+	starts := make([]segment, len(segs))
+	copy(starts, segs)
+	sort.Slice(starts, func(i, j int) bool { return starts[i].off < starts[j].off })
+	for i := 1; i < len(starts); i++ {
+		if uint64(starts[i].off) < starts[i-1].end() {
+			return segs
+		}
+	}
+	// emptyGap reports whether no segment starts in [from, to).
+	emptyGap := func(from uint64, to uint32) bool {
+		i := sort.Search(len(starts), func(i int) bool { return uint64(starts[i].off) >= from })
+		return i == len(starts) || starts[i].off >= to
+	}
+	var out []segment
+	for i := 0; i < len(segs); {
+		run := segs[i]
+		end := run.end()
+		var data []byte
+		j := i + 1
+		for ; j < len(segs); j++ {
+			next := segs[j]
+			if uint64(next.off) < end || uint64(next.off)-end > MaxGap || !emptyGap(end, next.off) {
+				break
+			}
+			if data == nil {
+				data = append(data, run.data...)
+			}
+			data = append(data, make([]byte, uint64(next.off)-end)...)
+			data = append(data, next.data...)
+			end = next.end()
+		}
+		if data != nil {
+			run.data = data
+		}
+		out = append(out, run)
+		i = j
+	}
+	return out
+}
+
+func encodeData(segs []segment) []byte {
+	out := appendU32(nil, uint32(len(segs)))
+	for _, s := range segs {
+		out = append(out, 0x00, 0x41)
+		out = appendS32(out, int32(s.off))
+		out = append(out, 0x0b)
+		out = appendU32(out, uint32(len(s.data)))
+		out = append(out, s.data...)
+	}
+	return out
+}
+
+func appendU32(b []byte, v uint32) []byte {
+	for v >= 0x80 {
+		b = append(b, byte(v)|0x80)
+		v >>= 7
+	}
+	return append(b, byte(v))
+}
+
+func appendS32(b []byte, v int32) []byte {
+	for {
+		c := byte(v & 0x7f)
+		v >>= 7
+		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
+			return append(b, c)
+		}
+		b = append(b, c|0x80)
+	}
+}
+
+// reader decodes the binary format strictly (LEB128 as the specification bounds it), so that
+// nothing the validator would refuse is re-encoded into something it accepts. After the
+// first error bad is set and every read returns zero.
+type reader struct {
+	b   []byte
+	bad bool
+}
+
+func (r *reader) done() bool { return r.bad || len(r.b) == 0 }
+
+func (r *reader) byte() byte {
+	if r.bad || len(r.b) == 0 {
+		r.bad = true
+		return 0
+	}
+	c := r.b[0]
+	r.b = r.b[1:]
+	return c
+}
+
+func (r *reader) bytes(n uint32) []byte {
+	if r.bad || uint64(n) > uint64(len(r.b)) {
+		r.bad = true
+		return nil
+	}
+	out := r.b[:n:n]
+	r.b = r.b[n:]
+	return out
+}
+
+func (r *reader) u32() uint32 {
+	var v uint32
+	for i := 0; i < 5; i++ {
+		c := r.byte()
+		if i == 4 && c&0xf0 != 0 { // continuation or bits beyond 32
+			r.bad = true
+		}
+		v |= uint32(c&0x7f) << (7 * i)
+		if c&0x80 == 0 || r.bad {
+			break
+		}
+	}
+	if r.bad {
+		return 0
+	}
+	return v
+}
+
+func (r *reader) s32() int32 {
+	var v int32
+	for i := 0; i < 5; i++ {
+		c := r.byte()
+		if i == 4 {
+			// No continuation, and the unused bits must repeat the sign bit (bit 3).
+			if c&0x80 != 0 || (c&0x78 != 0 && c&0x78 != 0x78) {
+				r.bad = true
+				break
+			}
+			v |= int32(c) << 28
+			break
+		}
+		v |= int32(c&0x7f) << (7 * i)
+		if c&0x80 == 0 {
+			if c&0x40 != 0 {
+				v |= -1 << (7 * (i + 1))
+			}
+			break
+		}
+	}
+	if r.bad {
+		return 0
+	}
+	return v
+}
+
+// limits reads table limits (a minimum, and a maximum when flagged).
+func (r *reader) limits() bool {
+	switch r.byte() {
+	case 0x00:
+		r.u32()
+	case 0x01:
+		r.u32()
+		r.u32()
+	default: // 64-bit or shared tables: not understood
+		return false
+	}
+	return !r.bad
+}

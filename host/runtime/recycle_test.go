@@ -1,0 +1,174 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"atelier/host/runtime"
+	"atelier/host/runtime/internal/capi"
+)
+
+const wasmPage = 64 << 10
+
+// markedAddrs are the bytes a test writes to fill `pages` pages of linear memory: one every
+// 256 bytes, and the last byte of every page (the memory creator works in host pages, which
+// are at most 64 KiB).
+func markedAddrs(pages uint32) []uint32 {
+	var out []uint32
+	for addr := uint32(0); addr < pages*wasmPage; addr += 256 {
+		out = append(out, addr)
+		if addr%wasmPage == wasmPage-256 {
+			out = append(out, addr+255)
+		}
+	}
+	return out
+}
+
+// TestRecycledMemoryIsClean fills an instance's whole memory (grown to 16 pages) with a
+// marker, closes it, and checks that the next instances, which reuse its mapping, see only
+// zeros, start at their own size (the previous, larger size traps), and can grow into
+// memory that is zero too.
+func TestRecycledMemoryIsClean(t *testing.T) {
+	f := newFixture(t, runtime.Config{KeepMemories: 1})
+	ctx := context.Background()
+	const pages = 16
+	limits := runtime.InstanceConfig{Grants: echoGrants, Limits: runtime.Limits{MaxMemory: pages * wasmPage}}
+	instantiate := func() *runtime.Instance {
+		t.Helper()
+		inst, err := f.rt.Instantiate(ctx, f.echo, limits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return inst
+	}
+	call := func(inst *runtime.Instance, fn string, args ...any) any {
+		t.Helper()
+		got, err := inst.Call(ctx, fn, args...)
+		if err != nil {
+			t.Fatalf("%s%v: %v", fn, args, err)
+		}
+		return got
+	}
+	addrs := markedAddrs(pages)
+
+	first := instantiate()
+	if got := call(first, "try-grow", pages-1); got != int32(1) {
+		t.Fatalf("try-grow(%d) = %v", pages-1, got)
+	}
+	for _, a := range addrs {
+		call(first, "poke", a, 0xA5)
+	}
+	if got := call(first, "peek", uint32(pages*wasmPage-1)); got != uint8(0xA5) {
+		t.Fatalf("marker not written: %v", got)
+	}
+	pooled := capi.PooledMemories()
+	first.Close()
+	if got := capi.PooledMemories(); got != pooled+1 {
+		t.Fatalf("after Close: %d pooled memories, want %d", got, pooled+1)
+	}
+
+	second := instantiate()
+	defer second.Close()
+	if got := capi.PooledMemories(); got != pooled {
+		t.Fatalf("the second instance did not reuse the memory: %d pooled, want %d", got, pooled)
+	}
+	checkZero := func(inst *runtime.Instance, below uint32) {
+		t.Helper()
+		for _, a := range addrs {
+			if a < below*wasmPage {
+				if got := call(inst, "peek", a); got != uint8(0) {
+					t.Fatalf("byte %d of a recycled memory = %v, want 0", a, got)
+				}
+			}
+		}
+	}
+	checkZero(second, 1)
+	if got := call(second, "try-grow", pages-1); got != int32(1) {
+		t.Fatalf("try-grow(%d) = %v", pages-1, got)
+	}
+	checkZero(second, pages)
+	for _, a := range addrs { // dirty it again for the third instance
+		call(second, "poke", a, 0x5A)
+	}
+	second.Close()
+
+	third := instantiate()
+	defer third.Close()
+	checkZero(third, 1)
+	_, err := third.Call(ctx, "peek", uint32(wasmPage))
+	if !errors.Is(err, runtime.ErrTrap) || !strings.Contains(err.Error(), "out of bounds") {
+		t.Fatalf("peek past the first page of a recycled memory: %v, want an out-of-bounds trap", err)
+	}
+}
+
+// TestRecycledMemoriesConcurrent instantiates, dirties and closes instances from many
+// goroutines sharing a small pool (run it with -race): every instance must start with zeroed
+// memory of its own size, whichever memory it got.
+func TestRecycledMemoriesConcurrent(t *testing.T) {
+	f := newFixture(t, runtime.Config{KeepMemories: 4})
+	ctx := context.Background()
+	live := capi.LiveMemories()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- churn(ctx, f, g)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := capi.LiveMemories(); got != live {
+		t.Fatalf("%d live memories after the goroutines, want %d", got, live)
+	}
+}
+
+// churn is one goroutine of TestRecycledMemoriesConcurrent.
+func churn(ctx context.Context, f *fixture, g int) error {
+	for i := range 30 {
+		grow := uint32((g + i) % 4)
+		inst, err := f.rt.Instantiate(ctx, f.echo, runtime.InstanceConfig{Grants: echoGrants, Limits: runtime.Limits{MaxMemory: 4 * wasmPage}})
+		if err != nil {
+			return err
+		}
+		err = dirty(ctx, inst, grow, uint8(g+1))
+		inst.Close()
+		if err != nil {
+			return fmt.Errorf("goroutine %d, instance %d: %w", g, i, err)
+		}
+	}
+	return nil
+}
+
+// dirty grows inst by `grow` pages, checks that its memory reads zero and ends at its size,
+// and writes `marker` into every page.
+func dirty(ctx context.Context, inst *runtime.Instance, grow uint32, marker uint8) error {
+	if got, err := inst.Call(ctx, "try-grow", grow); err != nil || got != int32(1) {
+		return fmt.Errorf("try-grow(%d) = %v, %v", grow, got, err)
+	}
+	end := (1 + grow) * wasmPage
+	for a := uint32(0); a < end; a += wasmPage / 4 {
+		for _, addr := range []uint32{a, a + wasmPage/4 - 1} {
+			if got, err := inst.Call(ctx, "peek", addr); err != nil || got != uint8(0) {
+				return fmt.Errorf("byte %d = %v, %v; want 0", addr, got, err)
+			}
+			if _, err := inst.Call(ctx, "poke", addr, marker); err != nil {
+				return err
+			}
+		}
+	}
+	if _, err := inst.Call(ctx, "peek", end); !errors.Is(err, runtime.ErrTrap) {
+		return fmt.Errorf("peek(%d) past %d pages: %v, want a trap", end, 1+grow, err)
+	}
+	return nil
+}

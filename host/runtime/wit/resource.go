@@ -1,0 +1,29 @@
+package wit
+
+// Resources converts own<R> and borrow<R> values between their canonical word and their
+// JSON-ish form, for a Converter. Its errors become *ValueErrors (with the value's path) that
+// wrap them.
+type Resources interface {
+	// LiftResource returns the JSON-ish value of the canonical word w, of type t (Own or Borrow).
+	LiftResource(t *Type, w uint64) (any, error)
+	// LowerResource returns the canonical word of the JSON-ish value v, of type t.
+	LowerResource(t *Type, v any) (uint64, error)
+}
+
+// Converter is the conversions of this package with a choice of resource values. The zero
+// Converter (what the package-level functions use) represents resources as Handles whose
+// number is the canonical word; one with Resources lets it convert them.
+type Converter struct {
+	Resources Resources
+}
+
+// resourceError makes err, from Resources, a *ValueError so that a path can be put on it.
+func resourceError(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := err.(*ValueError); ok {
+		return err
+	}
+	return &ValueError{Msg: err.Error(), err: err}
+}
