@@ -60,17 +60,7 @@ func (p *promiseHook) settle(v any, err error) {
 	}
 	p.settled, p.val, p.err, p.onCancel = true, v, err, nil
 	dead := p.refs <= 0
-	p.delivering = true
-	for len(p.waiters) > 0 {
-		ws := p.waiters
-		p.waiters = nil
-		p.mu.Unlock()
-		for _, w := range ws {
-			w(v, err)
-		}
-		p.mu.Lock()
-	}
-	p.delivering = false
+	deliver(&p.mu, &p.waiters, &p.delivering, v, err)
 	p.mu.Unlock()
 	if dead {
 		disposeValue(v)
@@ -341,4 +331,21 @@ func replacePromises(v any, results []any, next *int) any {
 		return &c
 	}
 	return v
+}
+
+// deliver runs the waiters in *ws in registration order with v and err, with mu (held on
+// entry and on return) unlocked while they run; *delivering is set meanwhile, so that a waiter
+// added then is appended to *ws and runs after them (E-order across a settling).
+func deliver(mu sync.Locker, ws *[]func(any, error), delivering *bool, v any, err error) {
+	*delivering = true
+	for len(*ws) > 0 {
+		batch := *ws
+		*ws = nil
+		mu.Unlock()
+		for _, w := range batch {
+			w(v, err)
+		}
+		mu.Lock()
+	}
+	*delivering = false
 }

@@ -135,10 +135,15 @@ func SessionFrom(ctx context.Context) *Session {
 // NewSession starts a session over tr. The session owns tr and closes it when it ends.
 func NewSession(tr Transport, opts Options) *Session {
 	s := newSession(tr, opts)
+	s.start()
+	return s
+}
+
+// start starts the session's read and write loops.
+func (s *Session) start() {
 	s.wg.Add(2)
 	go s.readLoop()
 	go s.writeLoop()
-	return s
 }
 
 // newSession builds a session without starting its loops.
@@ -741,17 +746,7 @@ func (s *Session) settleImport(e *importEntry, v any, err error) {
 	if dead {
 		e.val = nil
 	}
-	e.delivering = true
-	for len(e.waiters) > 0 {
-		ws := e.waiters
-		e.waiters = nil
-		s.mu.Unlock()
-		for _, w := range ws {
-			w(v, err)
-		}
-		s.mu.Lock()
-	}
-	e.delivering = false
+	deliver(&s.mu, &e.waiters, &e.delivering, v, err)
 	s.mu.Unlock()
 	if dead {
 		disposeValue(v)

@@ -365,12 +365,16 @@ func (srv *Server) ServeWebSocket(w http.ResponseWriter, r *http.Request) {
 		disposeMain(opts.Main)
 		return // Upgrade has answered the request
 	}
-	s := NewSession(newWSTransport(c, false, opts.KeepAlive, opts.Limits.withDefaults().MaxMessageSize), opts)
+	// The session is known to Shutdown before it reads its first message, so that a call it
+	// runs is always drained.
+	s := newSession(newWSTransport(c, false, opts.KeepAlive, opts.Limits.withDefaults().MaxMessageSize), opts)
 	if !srv.sessions.add(s) { // Shutdown began during the upgrade
+		s.start()
 		s.closeWith(ErrShuttingDown)
 		return
 	}
 	defer srv.sessions.remove(s)
+	s.start()
 	if srv.OnSession != nil {
 		srv.OnSession(s)
 	}

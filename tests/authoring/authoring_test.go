@@ -3,7 +3,6 @@ package authoring
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,18 +18,7 @@ import (
 // tmpDir holds this run's binary and the server's compiled-component cache.
 var tmpDir string
 
-func TestMain(m *testing.M) {
-	os.Unsetenv("RUST_BACKTRACE") // else every Wasmtime error captures a slow Rust backtrace
-	dir, err := os.MkdirTemp("", "atelier-authoring-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	tmpDir = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { serveproc.Main(m, "authoring", &tmpDir) }
 
 // toolCache returns the cache folder `atelier build` installs its tools into. By default it is
 // the user's (warm after the first run); with ATELIER_AUTHORING_COLD=1 it is an empty folder,

@@ -29,18 +29,7 @@ const (
 // tmpDir holds this run's binary and compiled-component cache.
 var tmpDir string
 
-func TestMain(m *testing.M) {
-	os.Unsetenv("RUST_BACKTRACE") // else every Wasmtime error captures a slow Rust backtrace
-	dir, err := os.MkdirTemp("", "atelier-browser-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	tmpDir = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { serveproc.Main(m, "browser", &tmpDir) }
 
 // chromium returns the browser to drive: $ATELIER_CHROMIUM, else Debian's chromium. Without
 // one it skips the test, or fails it under CI.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path"
@@ -27,18 +26,7 @@ const (
 // tmpDir holds this run's binary and compiled-component cache.
 var tmpDir string
 
-func TestMain(m *testing.M) {
-	os.Unsetenv("RUST_BACKTRACE") // else every Wasmtime error captures a slow Rust backtrace
-	dir, err := os.MkdirTemp("", "atelier-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	tmpDir = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { serveproc.Main(m, "e2e", &tmpDir) }
 
 // runScript runs one phase of todo.mjs and logs its step lines.
 func runScript(t *testing.T, nodeDir string, args ...string) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/big"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -29,18 +28,7 @@ var counterGrants = []string{"atelier:host/kv", "atelier:host/log"}
 // tmpDir holds this run's binary and compiled-component cache.
 var tmpDir string
 
-func TestMain(m *testing.M) {
-	os.Unsetenv("RUST_BACKTRACE") // else every Wasmtime error captures a slow Rust backtrace
-	dir, err := os.MkdirTemp("", "atelier-kernel-tests-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	tmpDir = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { serveproc.Main(m, "kernel-tests", &tmpDir) }
 
 // atelierBinary builds ./cmd/atelier once per test process and returns its path.
 func atelierBinary(tb testing.TB) string { return serveproc.Binary(tb, tmpDir) }

@@ -6,6 +6,7 @@ package serveproc
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -182,4 +183,21 @@ func (p *Process) Terminate(tb testing.TB) {
 	if !p.cmd.ProcessState.Success() {
 		tb.Fatalf("atelier serve exited with %v after SIGTERM, want status 0; output:\n%s", p.cmd.ProcessState, p.Output())
 	}
+}
+
+// Main runs the tests of a package that starts atelier processes; call it from TestMain. It
+// unsets RUST_BACKTRACE (with it, every Wasmtime error captures a slow Rust backtrace) and sets
+// *tmp to a fresh folder for the run's binary and caches, named after name, which it removes
+// when the tests end.
+func Main(m *testing.M, name string, tmp *string) {
+	os.Unsetenv("RUST_BACKTRACE")
+	dir, err := os.MkdirTemp("", "atelier-"+name+"-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	*tmp = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
