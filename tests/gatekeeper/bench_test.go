@@ -20,12 +20,7 @@ func BenchmarkFetch(b *testing.B) {
 	svc := startService(b)
 	url := svc.Origin + "/api/notebooks/work/whoami"
 	rt := newRuntime(b, outboundhttp.Options{AllowAddrs: []string{svc.Addr}})
-	probe := install(b, rt, gatekeeper.Manifest{
-		Name: "probe", Version: "1", Vendor: "tests", World: gatekeeper.World,
-		Egress:      gatekeeper.Egress{Schemes: []string{"http"}, Hosts: []string{svc.Addr}},
-		Credentials: []gatekeeper.Credential{{Name: "token", Header: "Authorization", Template: "Bearer {secret}"}},
-		Resources:   []gatekeeper.ResourcePattern{{Kind: "notebook", URLPattern: svc.Origin + "/notebooks/:notebook", Egress: []string{svc.Origin + "/api/notebooks/:notebook"}}},
-	}, guest(b, "tests/gatekeeper/guests/probe"))
+	probe := install(b, rt, probeManifest(svc), guest(b, "tests/gatekeeper/guests/probe"))
 	notes := install(b, rt, notesManifest(b, svc), guest(b, "gatekeepers/notes-go"))
 	_, ps := start(b, probe, "probe", svc.Origin+"/notebooks/work", aliceToken, gatekeeper.NewMemoryQueue(), nil)
 	_, ns := start(b, notes, "notes", svc.Origin+"/notebooks/work", aliceToken, gatekeeper.NewMemoryQueue(), nil)

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"atelier/capnweb"
 	"atelier/host/capability/outboundhttp"
 	"atelier/host/gatekeeper"
 	"atelier/host/runtime"
@@ -291,3 +292,50 @@ func callErr(s *gatekeeper.Session, method string, args ...any) (string, error) 
 
 // guest returns the component built from a guest folder (relative to the repository root).
 func guest(t testing.TB, dir string) []byte { return guesttest.Bytes(t, dir) }
+
+// probeManifest is the manifest of the probe gatekeeper (tests/gatekeeper/guests/probe) for
+// the notebooks of svc.
+func probeManifest(svc *service) gatekeeper.Manifest {
+	return gatekeeper.Manifest{
+		Name: "probe", Version: "1", Vendor: "tests", World: gatekeeper.World,
+		Egress:      gatekeeper.Egress{Schemes: []string{"http"}, Hosts: []string{svc.Addr}},
+		Credentials: []gatekeeper.Credential{{Name: "token", Header: "Authorization", Template: "Bearer {secret}"}},
+		Resources:   []gatekeeper.ResourcePattern{{Kind: "notebook", URLPattern: svc.Origin + "/notebooks/:notebook", Egress: []string{svc.Origin + "/api/notebooks/:notebook"}}},
+	}
+}
+
+// probeWorkspace installs the probe gatekeeper on s (as the admin), connects an account of
+// alice's on each of notebooks, and creates a workspace of alice's whose gadget "caller"
+// (callerJS) binds each account under its notebook's name. It returns the workspace, its id
+// and the account ids by notebook.
+func probeWorkspace(t *testing.T, s *server, svc *service, notebooks ...string) (ws *capnweb.Promise, wsID any, accounts map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	archive, err := gatekeeper.Pack(probeManifest(svc), guest(t, "tests/gatekeeper/guests/probe"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, alice := s.authed(t, s.adminToken(t)), s.user(t, "alice")
+	id := await(t, admin.Call(ctx, "installGatekeeper", archive)).(map[string]any)["id"].(string)
+	ws = alice.Call(ctx, "createWorkspace", "home")
+	wsID = await(t, ws.Call(ctx, "info")).(map[string]any)["id"]
+	grants := []any{"atelier:host/log", "atelier:host/kv", "atelier:host/events", "atelier:host/bindings"}
+	await(t, ws.Call(ctx, "createGadget", "caller", map[string]any{"server.js": callerJS}, grants))
+	accounts = map[string]string{}
+	for _, nb := range notebooks {
+		acct := await(t, alice.Call(ctx, "connectAccount", id, svc.Origin+"/notebooks/"+nb, map[string]any{"token": aliceToken})).(map[string]any)["id"].(string)
+		await(t, ws.Call(ctx, "bindGatekeeper", "caller", nb, acct))
+		accounts[nb] = acct
+	}
+	return ws, wsID, accounts
+}
+
+// callProbe calls method of the caller gadget's binding in ws and returns the result.
+func callProbe(t *testing.T, ws *capnweb.Promise, binding, method string, args ...any) any {
+	t.Helper()
+	ctx := context.Background()
+	if args == nil {
+		args = []any{}
+	}
+	return await(t, ws.Call(ctx, "gadget", "caller").Call(ctx, "connect").Call(ctx, "call", binding, method, args))
+}

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"atelier/capnweb"
-	"atelier/host/gatekeeper"
 )
 
 // TestKernelActionLogPages: the action log is listed in pages from the newest back, pending
@@ -15,30 +14,12 @@ import (
 func TestKernelActionLogPages(t *testing.T) {
 	ctx := context.Background()
 	svc := startService(t)
-	m := gatekeeper.Manifest{
-		Name: "probe", Version: "1", Vendor: "tests", World: gatekeeper.World,
-		Egress:      gatekeeper.Egress{Schemes: []string{"http"}, Hosts: []string{svc.Addr}},
-		Credentials: []gatekeeper.Credential{{Name: "token", Header: "Authorization", Template: "Bearer {secret}"}},
-		Resources:   []gatekeeper.ResourcePattern{{Kind: "notebook", URLPattern: svc.Origin + "/notebooks/:notebook", Egress: []string{svc.Origin + "/api/notebooks/:notebook"}}},
-	}
-	archive, err := gatekeeper.Pack(m, guest(t, "tests/gatekeeper/guests/probe"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	data := filepath.Join(t.TempDir(), "atelier.db")
 	s := startServer(t, svc, data)
-	admin, alice := s.authed(t, s.adminToken(t)), s.user(t, "alice")
-	id := await(t, admin.Call(ctx, "installGatekeeper", archive)).(map[string]any)["id"].(string)
-	acct := await(t, alice.Call(ctx, "connectAccount", id, svc.Origin+"/notebooks/work", map[string]any{"token": aliceToken})).(map[string]any)["id"].(string)
-	ws := alice.Call(ctx, "createWorkspace", "home")
-	wsID := await(t, ws.Call(ctx, "info")).(map[string]any)["id"]
-	grants := []any{"atelier:host/log", "atelier:host/kv", "atelier:host/events", "atelier:host/bindings"}
-	await(t, ws.Call(ctx, "createGadget", "caller", map[string]any{"server.js": callerJS}, grants))
-	await(t, ws.Call(ctx, "bindGatekeeper", "caller", "probe", acct))
-	probe := ws.Call(ctx, "gadget", "caller").Call(ctx, "connect")
+	ws, wsID, _ := probeWorkspace(t, s, svc, "work")
 	call := func(method string, args ...any) any {
 		t.Helper()
-		return await(t, probe.Call(ctx, "call", "probe", method, args))
+		return callProbe(t, ws, "work", method, args...)
 	}
 
 	// Action 1 waits while 129 observations follow it.
@@ -81,7 +62,7 @@ func TestKernelActionLogPages(t *testing.T) {
 	// After a restart the old pending action is still decidable; deciding it twice is refused.
 	s.stop()
 	s = startServer(t, svc, data)
-	alice = s.login(t, "alice")
+	alice := s.login(t, "alice")
 	ws = alice.Call(ctx, "openWorkspace", wsID, "")
 	await(t, ws.Call(ctx, "approveAction", 1))
 	refused(t, ws.Call(ctx, "approveAction", 1), "FAILED_PRECONDITION", "not pending")
