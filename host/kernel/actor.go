@@ -147,9 +147,9 @@ func (a *actor) load(ctx context.Context, g store.Gadget) {
 		BindingsGrant: bindingCaller{a},
 	}
 	if prog.comp != nil {
-		a.comp = &componentExec{rt: k.cfg.Runtime, comp: prog.comp, cfg: runtime.InstanceConfig{
+		a.comp = newComponentExec(k.cfg.Runtime, prog.comp, runtime.InstanceConfig{
 			Name: string(g.ID), Grants: grantSet(g.Grants), Limits: k.cfg.Limits, Console: a.console, Bind: bind,
-		}}
+		})
 		sf := k.surfaces.component(a.sha, prog.comp)
 		a.exec, a.exports, a.resources = a.comp, sf.exports, sf.resources
 		return

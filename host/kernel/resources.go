@@ -346,7 +346,7 @@ func (c *rpcCall) invoke(ctx context.Context, a *actor) (any, error) {
 			return nil, nil // moved into the guest, or its instance is gone
 		}
 		r.state = resourceDropped
-		return nil, a.comp.drop(ctx, r.h)
+		return nil, a.comp.drop(ctx, r.gen, r.h)
 	}
 	if !c.fn.res {
 		return a.exec.Call(ctx, c.fn.name, c.args...)

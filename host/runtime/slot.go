@@ -1,7 +1,9 @@
 package runtime
 
 import (
+	"atelier/host/runtime/wit"
 	"context"
+	"fmt"
 	"sync"
 )
 
@@ -9,13 +11,17 @@ import (
 // call that retires an instance returns its *TrapError, and the next call runs on a fresh
 // instance. The instance is created on the first call. Safe for concurrent use; calls run one
 // at a time.
+//
+// Instances are numbered (Gen): a resource handle a call returned belongs to the instance that
+// was live then, and is usable only while Current says that instance still is.
 type Slot struct {
 	rt   *Runtime
 	comp *Component
 	cfg  InstanceConfig
 
-	mu     sync.Mutex // guards inst and closed, not the calls themselves
+	mu     sync.Mutex // guards inst, gen and closed, not the calls themselves
 	inst   *Instance
+	gen    uint64 // the number of inst: 1 for the first instance, 0 before any
 	closed bool
 }
 
@@ -52,7 +58,36 @@ func (s *Slot) instance(ctx context.Context) (*Instance, error) {
 		return nil, err
 	}
 	s.inst = inst
+	s.gen++
 	return inst, nil
+}
+
+// Gen returns the number of the live (or last) instance: 1 for the first, one more for each
+// replacement; 0 before the first call.
+func (s *Slot) Gen() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gen
+}
+
+// Current reports whether instance gen is the live one and has not retired.
+func (s *Slot) Current(gen uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inst != nil && gen == s.gen && s.inst.Retired() == nil
+}
+
+// DropResource drops resource h of instance gen (Instance.DropResource), which must be the
+// live one: a handle of an instance that was replaced is refused with ErrRetired.
+func (s *Slot) DropResource(ctx context.Context, gen uint64, h wit.Handle) error {
+	s.mu.Lock()
+	inst := s.inst
+	if inst == nil || gen != s.gen {
+		s.mu.Unlock()
+		return fmt.Errorf("drop resource: %w", ErrRetired)
+	}
+	s.mu.Unlock()
+	return inst.DropResource(ctx, h)
 }
 
 // Close closes the live instance, if any. Idempotent.
