@@ -29,7 +29,7 @@ const (
 	DefaultMaxMemory = 256 << 20
 	// DefaultKeepMemories is how many freed linear memories are kept for reuse when
 	// Config.KeepMemories is zero.
-	DefaultKeepMemories = 32
+	DefaultKeepMemories = 16
 )
 
 // Config configures a Runtime. The zero value is usable: every zero field means its default.
@@ -60,8 +60,9 @@ type Config struct {
 	// KeepMemories is how many freed linear memories Atelier's memory creator keeps for reuse
 	// by later instances (default DefaultKeepMemories; negative keeps none). A kept memory is
 	// zeroed when it is freed, so nothing of one instance reaches another, and keeps up to
-	// 16 MiB of its pages populated, which spares the next instantiation the page faults of a
-	// fresh mapping: at most KeepMemories x 16 MiB of RAM and KeepMemories reservations of
+	// 4 MiB of its pages populated (what a Go or QuickJS guest touches while it starts), which
+	// spares the next instantiation the page faults of a fresh mapping: at most KeepMemories x
+	// 4 MiB of RAM (64 MiB by default) and KeepMemories reservations of
 	// about 4 GiB of address space stay with an idle Runtime until Close. Ignored with Pooling
 	// or MemoryImages.
 	KeepMemories int

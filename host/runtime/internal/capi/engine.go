@@ -30,7 +30,7 @@ type EngineConfig struct {
 	CapMemories bool
 	// KeepMemories is how many freed linear memories the memory creator keeps for reuse (0:
 	// none), engine-wide. A kept memory is scrubbed to zero when it is freed and keeps up to
-	// 16 MiB of its pages populated, so that the next instantiation does not fault them in
+	// 4 MiB of its pages populated, so that the next instantiation does not fault them in
 	// again; kept memories are unmapped when the engine is closed. Only with CapMemories.
 	KeepMemories int
 }

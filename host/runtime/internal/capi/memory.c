@@ -23,7 +23,7 @@ static _Thread_local atl_memcap_t *atl_current;
 
 // A pooled memory keeps at most this many bytes of its pages populated (zeroed, so the next
 // user does not fault them in again); its other pages go back to the kernel.
-#define ATL_KEEP_RESIDENT ((size_t)16 << 20)
+#define ATL_KEEP_RESIDENT ((size_t)4 << 20)
 
 // Memories in use by stores, and freed memories kept in pools, in the whole process.
 static int64_t atl_live, atl_pooled;
