@@ -75,6 +75,19 @@ func (v ErrorTag) String() string {
 	return "ErrorTag(" + strconv.Itoa(int(v)) + ")"
 }
 
+// String returns the WIT name of v's case, with its payload when that is a string.
+func (v Error) String() string {
+	switch v.Tag {
+	case ErrorInvalidKey:
+		return "invalid-key: " + v.InvalidKey
+	case ErrorQuotaExceeded:
+		return "quota-exceeded: " + v.QuotaExceeded
+	case ErrorIo:
+		return "io: " + v.Io
+	}
+	return v.Tag.String()
+}
+
 // Entry is the record `entry` of atelier:host/kv@0.1.0.
 //
 // One stored key and its value.
@@ -112,6 +125,15 @@ func (v OpTag) String() string {
 		return names[v]
 	}
 	return "OpTag(" + strconv.Itoa(int(v)) + ")"
+}
+
+// String returns the WIT name of v's case, with its payload when that is a string.
+func (v Op) String() string {
+	switch v.Tag {
+	case OpDelete:
+		return "delete: " + v.Delete
+	}
+	return v.Tag.String()
 }
 
 // Exports is the set of functions the world counter exports: implement it and register the implementation with Export from an init function.

@@ -552,6 +552,7 @@ func (g *gen) typeDecl(d *wit.TypeDef) {
 			names[i] = wit.Name{Name: c.Name, Docs: c.Docs}
 		}
 		g.enumDecl(n+"Tag", n, n+"Tag is a case of "+n+".", "", names, discSize(len(d.Cases)))
+		g.variantString(d, n)
 	case wit.DefEnum:
 		g.enumDecl(n, n, n+" is "+what+".", d.Docs, d.Names, discSize(len(d.Names)))
 	case wit.DefFlags:
@@ -570,6 +571,24 @@ func (g *gen) typeDecl(d *wit.TypeDef) {
 		b.WriteString(comment("", n+" is "+what+", implemented by the host: a handle, valid until Drop (or until it is passed to a function that takes ownership).", d.Docs))
 		fmt.Fprintf(b, "type %s struct {\n\thandle uint32\n}\n\n", n)
 	}
+}
+
+// variantString declares the String method of variant n: its case's WIT name, followed by
+// the payload when that is a string ("io: disk full"), so that a variant error type reads
+// well as a ResultError.
+func (g *gen) variantString(d *wit.TypeDef, n string) {
+	b := &g.types
+	fmt.Fprintf(b, "// String returns the WIT name of v's case, with its payload when that is a string.\nfunc (v %s) String() string {\n", n)
+	var cases []string
+	for _, c := range d.Cases {
+		if c.Type != nil && g.goType(c.Type) == "string" {
+			cases = append(cases, fmt.Sprintf("\tcase %s%s:\n\t\treturn %q + v.%s\n", n, exported(c.Name), c.Name+": ", caseField(c.Name)))
+		}
+	}
+	if len(cases) > 0 {
+		b.WriteString("\tswitch v.Tag {\n" + strings.Join(cases, "") + "\t}\n")
+	}
+	b.WriteString("\treturn v.Tag.String()\n}\n\n")
 }
 
 // enumDecl declares a named integer with one constant per name and a String method.
@@ -736,14 +755,19 @@ func (g *gen) support() {
 		fmt.Fprintf(b, "// Tuple%d is a WIT tuple of %d elements.\ntype Tuple%d[%s any] struct {\n%s}\n\n", n, n, n, strings.Join(params, ", "), strings.Join(fields, ""))
 	}
 	if g.needResultErr {
-		g.abi.WriteString(`// resultErr converts the error an export returned into the err payload of its WIT result.
+		g.abi.WriteString(`// resultErr converts the error an export returned into the err payload of its WIT result:
+// a *ResultError's value, else for a string error type the whole message (so that an error
+// that wraps an import's keeps its context), else the value of a *ResultError it wraps.
 func resultErr[E any](fn string, err error) E {
-	var re *ResultError[E]
-	if errors.As(err, &re) {
+	if re, ok := err.(*ResultError[E]); ok {
 		return re.Value
 	}
 	if s, ok := any(err.Error()).(E); ok {
 		return s
+	}
+	var re *ResultError[E]
+	if errors.As(err, &re) {
+		return re.Value
 	}
 	panic(fn + " returned the error \"" + err.Error() + "\", which is not a *ResultError of its WIT error type")
 }

@@ -1669,14 +1669,19 @@ func wasmexportPing(f0_ uint32) uint32 {
 //go:wasmexport cabi_post_ping
 func wasmexportPostPing(uint32) { cabi.ReleaseResults() }
 
-// resultErr converts the error an export returned into the err payload of its WIT result.
+// resultErr converts the error an export returned into the err payload of its WIT result:
+// a *ResultError's value, else for a string error type the whole message (so that an error
+// that wraps an import's keeps its context), else the value of a *ResultError it wraps.
 func resultErr[E any](fn string, err error) E {
-	var re *ResultError[E]
-	if errors.As(err, &re) {
+	if re, ok := err.(*ResultError[E]); ok {
 		return re.Value
 	}
 	if s, ok := any(err.Error()).(E); ok {
 		return s
+	}
+	var re *ResultError[E]
+	if errors.As(err, &re) {
+		return re.Value
 	}
 	panic(fn + " returned the error \"" + err.Error() + "\", which is not a *ResultError of its WIT error type")
 }

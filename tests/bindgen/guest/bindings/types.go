@@ -49,6 +49,15 @@ func (v ShapeTag) String() string {
 	return "ShapeTag(" + strconv.Itoa(int(v)) + ")"
 }
 
+// String returns the WIT name of v's case, with its payload when that is a string.
+func (v Shape) String() string {
+	switch v.Tag {
+	case ShapeNamed:
+		return "named: " + v.Named
+	}
+	return v.Tag.String()
+}
+
 // Color is the enum `color` of test:bindgen/types@0.1.0.
 type Color uint8
 
@@ -195,6 +204,11 @@ func (v MixedTag) String() string {
 		return names[v]
 	}
 	return "MixedTag(" + strconv.Itoa(int(v)) + ")"
+}
+
+// String returns the WIT name of v's case, with its payload when that is a string.
+func (v Mixed) String() string {
+	return v.Tag.String()
 }
 
 // Nested is the record `nested` of test:bindgen/types@0.1.0.

@@ -90,6 +90,15 @@ func (v ReplyTag) String() string {
 	return "ReplyTag(" + strconv.Itoa(int(v)) + ")"
 }
 
+// String returns the WIT name of v's case, with its payload when that is a string.
+func (v Reply) String() string {
+	switch v.Tag {
+	case ReplyText:
+		return "text: " + v.Text
+	}
+	return v.Tag.String()
+}
+
 // Names is the type `names` of example:small/api@1.0.0.
 type Names = []string
 
