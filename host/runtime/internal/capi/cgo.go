@@ -18,6 +18,9 @@
 //     //export trampoline lives in callbacks.go.
 //   - A Store and everything in it (instances, functions, resources) is used by one goroutine at
 //     a time; the caller serialises access. Engine, Component and Linker are safe to share.
+//   - The arguments of an exported function are lent to Wasmtime, which only reads them: they
+//     are built in the store's reusable C arena (arena.go) and never reach Wasmtime's
+//     allocator. Values Wasmtime takes (host function results) or returns are its own.
 //   - C errors become *Error values where they arrive, and the C error is freed there.
 //   - Go code called from C (host functions, output writers, epoch callbacks) never lets a panic
 //     unwind into C: it is recovered and turned into a Wasmtime error.

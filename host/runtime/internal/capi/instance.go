@@ -33,11 +33,18 @@ func (f Func) Call(ft *wit.FuncType, args, res *wit.Flat) error {
 		nres = 1
 	}
 	s := f.s
-	buf := s.args(nargs + nres)
+	m, lent := s.arena.mark(), len(s.lent)
+	buf := vals((*C.wasmtime_component_val_t)(s.arena.alloc(uintptr(nargs+nres)*uintptr(valSize))), C.size_t(nargs+nres))
 	err := f.call(ft, buf[:nargs], buf[nargs:], args, res)
-	for i := range buf {
-		C.wasmtime_component_val_delete(&buf[i])
+	if nres > 0 { // the result is Wasmtime's; the arguments were lent (see Store.lower)
+		C.wasmtime_component_val_delete(&buf[nargs])
 	}
+	for _, r := range s.lent[lent:] {
+		C.wasmtime_component_resource_any_delete(r)
+	}
+	clear(s.lent[lent:])
+	s.lent = s.lent[:lent]
+	s.arena.release(m)
 	return err
 }
 

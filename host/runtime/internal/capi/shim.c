@@ -79,3 +79,34 @@ void atl_frame(const wasm_frame_vec_t *trace, size_t i, const wasm_name_t **func
   *func_index = wasm_frame_func_index(f);
   *module_offset = wasm_frame_module_offset(f);
 }
+
+void atl_vals_from_bytes(wasmtime_component_val_t *out, const uint8_t *b, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    out[i].kind = WASMTIME_COMPONENT_U8;
+    out[i].of.u8 = b[i];
+  }
+}
+
+void atl_vallist_from_bytes(wasmtime_component_vallist_t *list, const uint8_t *b, size_t n,
+                            wasmtime_component_val_t *scratch) {
+  atl_vals_from_bytes(scratch, b, n);
+  wasmtime_component_vallist_new(list, n, scratch);
+}
+
+size_t atl_vals_to_bytes(const wasmtime_component_val_t *in, size_t n, uint8_t *out) {
+  for (size_t i = 0; i < n; i++) {
+    if (in[i].kind != WASMTIME_COMPONENT_U8)
+      return i;
+    out[i] = in[i].of.u8;
+  }
+  return n;
+}
+
+void atl_valrecord_new(wasmtime_component_valrecord_t *rec, size_t n, const wasm_name_t *names) {
+  wasmtime_component_valrecord_new_uninit(rec, n);
+  for (size_t i = 0; i < n; i++) {
+    wasmtime_component_valrecord_entry_t *e = &rec->data[i];
+    memset(&e->val, 0, sizeof e->val);
+    wasm_byte_vec_new(&e->name, names[i].size, names[i].data);
+  }
+}

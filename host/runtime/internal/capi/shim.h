@@ -26,6 +26,20 @@ void atl_wasi_stderr(wasi_config_t *cfg, uintptr_t handle);
 // Reads a store's data (the cgo.Handle given to atl_store_new) back from a context.
 uintptr_t atl_context_handle(wasmtime_context_t *ctx);
 
+// Byte lists: the C API has one value per byte, so these loops stand in for a bytes type.
+// Sets out[0..n) to the u8 values of b.
+void atl_vals_from_bytes(wasmtime_component_val_t *out, const uint8_t *b, size_t n);
+// Sets list to a new Wasmtime-owned list of the u8 values of b, staged in scratch (n values).
+void atl_vallist_from_bytes(wasmtime_component_vallist_t *list, const uint8_t *b, size_t n,
+                            wasmtime_component_val_t *scratch);
+// Copies the u8 values in[0..n) to out. Returns n, or the index of the first value that is not
+// a u8 (out is then partly written).
+size_t atl_vals_to_bytes(const wasmtime_component_val_t *in, size_t n, uint8_t *out);
+
+// Sets rec to a new Wasmtime-owned record of n entries, entry i named with a copy of names[i],
+// each value the zero value (bool false, which Wasmtime can always delete).
+void atl_valrecord_new(wasmtime_component_valrecord_t *rec, size_t n, const wasm_name_t *names);
+
 // memory.c: Atelier's memory creator.
 
 // The memory cap of one store, shared by the store and each of its memories (refs counts them).

@@ -1,6 +1,5 @@
 package capi
 
-// #include <stdlib.h>
 // #include "shim.h"
 import "C"
 
@@ -11,7 +10,6 @@ import (
 	"math"
 	"runtime/cgo"
 	"sync/atomic"
-	"unsafe"
 
 	"atelier/host/runtime/wit"
 )
@@ -47,7 +45,11 @@ type Store struct {
 	onDeadline func() bool
 	writers    []cgo.Handle
 	resources  map[wit.Handle]*C.wasmtime_component_resource_any_t
-	scratch    []C.wasmtime_component_val_t // C memory reused for call arguments
+
+	// arena holds the values lent to Wasmtime during calls; lent lists the resources in them,
+	// which the calls delete (see lower).
+	arena arena
+	lent  []*C.wasmtime_component_resource_any_t
 
 	// hostArgs and hostRes carry the values of host function calls (one at a time per store).
 	hostArgs, hostRes wit.Flat
@@ -175,20 +177,6 @@ func unknownHandle(h wit.Handle) error {
 // ErrUnknownHandle: a resource handle is not in the store's table.
 var ErrUnknownHandle = errors.New("unknown resource handle")
 
-// args returns n zeroed C values in reusable C memory.
-func (s *Store) args(n int) []C.wasmtime_component_val_t {
-	if n > len(s.scratch) {
-		if s.scratch != nil {
-			C.free(unsafe.Pointer(&s.scratch[0]))
-		}
-		size := max(n, 8)
-		s.scratch = unsafe.Slice((*C.wasmtime_component_val_t)(C.calloc(C.size_t(size), valSize)), size)
-	}
-	out := s.scratch[:n]
-	clear(out)
-	return out
-}
-
 // Close deletes the store with every instance in it. Idempotent.
 func (s *Store) Close() {
 	if s.closed {
@@ -201,10 +189,7 @@ func (s *Store) Close() {
 	s.resources = nil
 	C.atl_store_delete(s.ptr, s.mem) // frees the memories, then the cap
 	s.mem = nil
-	if s.scratch != nil {
-		C.free(unsafe.Pointer(&s.scratch[0]))
-		s.scratch = nil
-	}
+	s.arena.free()
 	for _, h := range s.writers {
 		h.Delete()
 	}

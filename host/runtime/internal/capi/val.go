@@ -55,13 +55,34 @@ func nameIndex(n *C.wasm_name_t, names []string) int {
 	return -1
 }
 
-// setName fills a C name with a Rust-allocated copy of s.
-func setName(n *C.wasm_name_t, s string) {
-	if len(s) == 0 {
+// cvec is the layout that every vector of the C API shares (DECLARE_VEC): wasm_name_t and the
+// component value lists, records, tuples and flags. An empty vector has a nil data pointer.
+type cvec struct {
+	size C.size_t
+	data unsafe.Pointer
+}
+
+// setName fills a C name with a copy of x: Rust-allocated for owned values, in the arena for
+// lent ones (see lower).
+func (s *Store) setName(n *C.wasm_name_t, x string, owned bool) {
+	switch {
+	case owned && len(x) == 0:
 		C.wasm_byte_vec_new_empty(n)
-		return
+	case owned:
+		C.wasm_byte_vec_new(n, C.size_t(len(x)), (*C.wasm_byte_t)(unsafe.Pointer(unsafe.StringData(x))))
+	default:
+		p := s.arena.raw(uintptr(len(x)))
+		copy(unsafe.Slice((*byte)(p), len(x)), x)
+		*(*cvec)(unsafe.Pointer(n)) = cvec{size: C.size_t(len(x)), data: p}
 	}
-	C.wasm_byte_vec_new(n, C.size_t(len(s)), (*C.wasm_byte_t)(unsafe.Pointer(unsafe.StringData(s))))
+}
+
+// lendVec sets the C vector v to n zeroed elements of elemSize bytes in the arena and returns
+// the first (nil when n is 0).
+func (s *Store) lendVec(v unsafe.Pointer, n int, elemSize uintptr) unsafe.Pointer {
+	p := s.arena.alloc(uintptr(n) * elemSize)
+	*(*cvec)(v) = cvec{size: C.size_t(n), data: p}
+	return p
 }
 
 func kindError(t *wit.Type, c *C.wasmtime_component_val_t) error {
@@ -104,12 +125,11 @@ func (s *Store) lift(t *wit.Type, c *C.wasmtime_component_val_t, f *wit.Flat, ho
 		lv := (*C.wasmtime_component_vallist_t)(p)
 		elems := vals(lv.data, lv.size)
 		if t.Elem.Kind == wit.U8 {
-			out := make([]byte, len(elems))
-			for i := range elems {
-				if elems[i].kind != C.WASMTIME_COMPONENT_U8 {
+			out := make([]byte, len(elems)) // the one copy of the bytes
+			if len(elems) > 0 {
+				if i := int(C.atl_vals_to_bytes(lv.data, lv.size, (*C.uint8_t)(&out[0]))); i < len(elems) {
 					return kindError(t.Elem, &elems[i])
 				}
-				out[i] = *(*byte)(unionOf(&elems[i]))
 			}
 			f.PutBytes(out)
 			return nil
@@ -226,11 +246,15 @@ func b2w(b bool) uint64 {
 	return 0
 }
 
-// lower consumes one canonical value of type t from f and writes it into the zeroed C value c,
-// allocating every part that c owns with Wasmtime's allocator (so that Wasmtime or
-// wasmtime_component_val_delete can free it). On error c is left in a state that
-// wasmtime_component_val_delete accepts. With host set (the result of a host function),
-// resources are host-defined and their words are HostResourceWords.
+// lower consumes one canonical value of type t from f and writes it into the zeroed C value c.
+//
+// With host set, c is the result of a host function: Wasmtime takes it and frees it, so every
+// part of c is allocated with Wasmtime's allocator, on error c is left in a state that
+// wasmtime_component_val_delete accepts, and resources are host-defined (their words are
+// HostResourceWords). Otherwise c is an argument of an exported function, which Wasmtime
+// only reads: c is lent, its parts live in the store's arena until the call's release, and
+// the resources it holds are recorded in s.lent for the call to delete (c must never reach
+// wasmtime_component_val_delete).
 func (s *Store) lower(t *wit.Type, f *wit.Flat, c *C.wasmtime_component_val_t, host bool) error {
 	p := unionOf(c)
 	switch t.Kind {
@@ -239,27 +263,21 @@ func (s *Store) lower(t *wit.Type, f *wit.Flat, c *C.wasmtime_component_val_t, h
 		if !ok {
 			return shortError(t)
 		}
-		setName((*C.wasm_name_t)(p), x)
+		s.setName((*C.wasm_name_t)(p), x, host)
 	case wit.List:
 		return s.lowerList(t, f, c, host)
 	case wit.Record:
-		rv := (*C.wasmtime_component_valrecord_t)(p)
-		C.wasmtime_component_valrecord_new_uninit(rv, C.size_t(len(t.Fields)))
-		c.kind = cKind(t.Kind)
-		entries := unsafe.Slice(rv.data, len(t.Fields))
-		clear(entries)
-		for i, fd := range t.Fields {
-			setName(&entries[i].name, fd.Name)
-			if err := s.lower(fd.Type, f, &entries[i].val, host); err != nil {
-				return err
-			}
-		}
-		return nil
+		return s.lowerRecord(t, f, c, host)
 	case wit.Tuple:
 		tv := (*C.wasmtime_component_valtuple_t)(p)
-		C.wasmtime_component_valtuple_new_uninit(tv, C.size_t(len(t.Elems)))
+		var elems []C.wasmtime_component_val_t
+		if host {
+			C.wasmtime_component_valtuple_new_uninit(tv, C.size_t(len(t.Elems)))
+			elems = zeroed(tv.data, len(t.Elems))
+		} else {
+			elems = vals((*C.wasmtime_component_val_t)(s.lendVec(unsafe.Pointer(tv), len(t.Elems), uintptr(valSize))), C.size_t(len(t.Elems)))
+		}
 		c.kind = cKind(t.Kind)
-		elems := zeroed(tv.data, len(t.Elems))
 		for i, et := range t.Elems {
 			if err := s.lower(et, f, &elems[i], host); err != nil {
 				return err
@@ -279,13 +297,13 @@ func (s *Store) lower(t *wit.Type, f *wit.Flat, c *C.wasmtime_component_val_t, h
 				return err
 			}
 		}
-		setName(&vv.discriminant, cs.Name)
+		s.setName(&vv.discriminant, cs.Name, host)
 	case wit.Enum:
 		i, ok := f.Index(len(t.Names))
 		if !ok {
 			return shortError(t)
 		}
-		setName((*C.wasm_name_t)(p), t.Names[i])
+		s.setName((*C.wasm_name_t)(p), t.Names[i], host)
 	case wit.Option:
 		some, ok := f.Index(2)
 		if !ok {
@@ -322,16 +340,21 @@ func (s *Store) lower(t *wit.Type, f *wit.Flat, c *C.wasmtime_component_val_t, h
 		}
 		fv := (*C.wasmtime_component_valflags_t)(p)
 		n := bits.OnesCount64(set)
-		C.wasmtime_component_valflags_new_uninit(fv, C.size_t(n))
+		var names []C.wasm_name_t
+		if host {
+			C.wasmtime_component_valflags_new_uninit(fv, C.size_t(n))
+			names = unsafe.Slice(fv.data, n)
+		} else if n > 0 {
+			names = unsafe.Slice((*C.wasm_name_t)(s.lendVec(unsafe.Pointer(fv), n, unsafe.Sizeof(C.wasm_name_t{}))), n)
+		}
 		c.kind = cKind(t.Kind)
-		names := unsafe.Slice(fv.data, n)
 		for i, k := 0, 0; k < n; i++ {
 			if set&(1<<i) != 0 {
 				if i >= len(t.Names) {
 					clear(names[k:]) // so that deleting c is safe
 					return shortError(t)
 				}
-				setName(&names[k], t.Names[i])
+				s.setName(&names[k], t.Names[i], host)
 				k++
 			}
 		}
@@ -353,11 +376,12 @@ func (s *Store) lower(t *wit.Type, f *wit.Flat, c *C.wasmtime_component_val_t, h
 		if err != nil {
 			return err
 		}
-		if t.Kind == wit.Own { // the resource moves out of the table: c owns it now
+		if t.Kind == wit.Own { // the resource moves out of the table: the call owns it now
 			delete(s.resources, wit.Handle(h))
 		} else {
 			r = C.wasmtime_component_resource_any_clone(r)
 		}
+		s.lent = append(s.lent, r)
 		*(**C.wasmtime_component_resource_any_t)(p) = r
 	default:
 		w, ok := f.Word()
@@ -398,22 +422,34 @@ func (s *Store) lowerList(t *wit.Type, f *wit.Flat, c *C.wasmtime_component_val_
 		if !ok {
 			return shortError(t)
 		}
-		C.wasmtime_component_vallist_new_uninit(lv, C.size_t(len(b)))
 		c.kind = C.WASMTIME_COMPONENT_LIST
-		elems := zeroed(lv.data, len(b))
-		for i, x := range b {
-			elems[i].kind = C.WASMTIME_COMPONENT_U8
-			*(*byte)(unionOf(&elems[i])) = x
+		if len(b) == 0 {
+			return nil // the zero list is empty
 		}
+		// Every value of out is written. Owned lists are staged there for Wasmtime to copy.
+		m := s.arena.mark()
+		out := (*C.wasmtime_component_val_t)(s.arena.raw(uintptr(len(b)) * uintptr(valSize)))
+		if host {
+			C.atl_vallist_from_bytes(lv, (*C.uint8_t)(&b[0]), C.size_t(len(b)), out)
+			s.arena.release(m)
+			return nil
+		}
+		C.atl_vals_from_bytes(out, (*C.uint8_t)(&b[0]), C.size_t(len(b)))
+		*(*cvec)(unsafe.Pointer(lv)) = cvec{size: C.size_t(len(b)), data: unsafe.Pointer(out)}
 		return nil
 	}
 	n, ok := f.Word()
 	if !ok || n > uint64(len(f.Words)+len(f.Strs)+len(f.Bytes)) { // each element takes one at least
 		return shortError(t)
 	}
-	C.wasmtime_component_vallist_new_uninit(lv, C.size_t(n))
+	var elems []C.wasmtime_component_val_t
+	if host {
+		C.wasmtime_component_vallist_new_uninit(lv, C.size_t(n))
+		elems = zeroed(lv.data, int(n))
+	} else {
+		elems = vals((*C.wasmtime_component_val_t)(s.lendVec(unsafe.Pointer(lv), int(n), uintptr(valSize))), C.size_t(n))
+	}
 	c.kind = C.WASMTIME_COMPONENT_LIST
-	elems := zeroed(lv.data, int(n))
 	for i := range elems {
 		if err := s.lower(t.Elem, f, &elems[i], host); err != nil {
 			return err
@@ -422,9 +458,47 @@ func (s *Store) lowerList(t *wit.Type, f *wit.Flat, c *C.wasmtime_component_val_
 	return nil
 }
 
-// lowerBoxed lowers the next value of f into a value on Wasmtime's heap (for variant, option
-// and result payloads).
+// lowerRecord lowers a record. An owned record gets its entries and their names from Wasmtime
+// in one cgo call (the names staged in the arena); a lent one has them all in the arena.
+func (s *Store) lowerRecord(t *wit.Type, f *wit.Flat, c *C.wasmtime_component_val_t, host bool) error {
+	rv := (*C.wasmtime_component_valrecord_t)(unionOf(c))
+	n := len(t.Fields)
+	var entries []C.wasmtime_component_valrecord_entry_t
+	if host {
+		m := s.arena.mark()
+		names := unsafe.Slice((*C.wasm_name_t)(s.arena.alloc(uintptr(n)*unsafe.Sizeof(C.wasm_name_t{}))), n)
+		for i, fd := range t.Fields {
+			s.setName(&names[i], fd.Name, false)
+		}
+		var first *C.wasm_name_t
+		if n > 0 {
+			first = &names[0]
+		}
+		C.atl_valrecord_new(rv, C.size_t(n), first)
+		s.arena.release(m)
+		entries = unsafe.Slice(rv.data, n)
+	} else {
+		entries = unsafe.Slice((*C.wasmtime_component_valrecord_entry_t)(s.lendVec(unsafe.Pointer(rv), n, unsafe.Sizeof(C.wasmtime_component_valrecord_entry_t{}))), n)
+		for i, fd := range t.Fields {
+			s.setName(&entries[i].name, fd.Name, false)
+		}
+	}
+	c.kind = cKind(t.Kind)
+	for i, fd := range t.Fields {
+		if err := s.lower(fd.Type, f, &entries[i].val, host); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lowerBoxed lowers the next value of f into a value of its own (for variant, option and
+// result payloads): on Wasmtime's heap for owned values, in the arena for lent ones.
 func (s *Store) lowerBoxed(t *wit.Type, f *wit.Flat, host bool) (*C.wasmtime_component_val_t, error) {
+	if !host {
+		c := (*C.wasmtime_component_val_t)(s.arena.alloc(uintptr(valSize)))
+		return c, s.lower(t, f, c, false)
+	}
 	var tmp C.wasmtime_component_val_t
 	if err := s.lower(t, f, &tmp, host); err != nil {
 		C.wasmtime_component_val_delete(&tmp)
