@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -328,6 +329,33 @@ type rpcCall struct {
 	args    []any // resources as *Resource
 	entered chan struct{}
 	drop    *Resource
+	// self is set for a resource's method: args[0] is the resource, which the caller did not
+	// pass, so errors name the caller's arguments from args[1] on as args[0].
+	self bool
+}
+
+// argPath names argument i of c as its caller counted it.
+func (c *rpcCall) argPath(i int) string {
+	if c.self {
+		i--
+	}
+	return "args[" + strconv.Itoa(i) + "]"
+}
+
+// callerPaths renames the argument path of a conversion error of c as its caller counted the
+// arguments.
+func (c *rpcCall) callerPaths(err error) error {
+	var ve *wit.ValueError
+	if !c.self || !errors.As(err, &ve) || !strings.HasPrefix(ve.Path, "args[") {
+		return err
+	}
+	end := strings.IndexByte(ve.Path, ']')
+	i, convErr := strconv.Atoi(ve.Path[len("args["):max(end, len("args["))])
+	if end < 0 || convErr != nil {
+		return err
+	}
+	ve.Path = c.argPath(i) + ve.Path[end+1:]
+	return err
 }
 
 // enter releases the next call on the stub; idempotent.
@@ -349,7 +377,8 @@ func (c *rpcCall) invoke(ctx context.Context, a *actor) (any, error) {
 		return nil, a.comp.drop(ctx, r.gen, r.h)
 	}
 	if !c.fn.res {
-		return a.exec.Call(ctx, c.fn.name, c.args...)
+		res, err := a.exec.Call(ctx, c.fn.name, c.args...)
+		return res, c.callerPaths(err)
 	}
 	args := make([]any, len(c.args))
 	var moved []*Resource
@@ -366,10 +395,11 @@ func (c *rpcCall) invoke(ctx context.Context, a *actor) (any, error) {
 			return r.h, nil
 		})
 		if err != nil {
-			return nil, wrapErr(err, "args[%d]", i)
+			return nil, wrapErr(err, "%s", c.argPath(i))
 		}
 	}
 	res, err := a.exec.Call(ctx, c.fn.name, args...)
+	err = c.callerPaths(err)
 	// An own<R> argument is the guest's once the call is made, whatever its outcome.
 	for _, r := range moved {
 		if r.state == resourceLive {
@@ -399,12 +429,12 @@ func (c *rpcCall) invoke(ctx context.Context, a *actor) (any, error) {
 // access is checked, and the call runs on the gadget's actor after the stub's earlier calls.
 func (g *Gadget) stubCall(ctx context.Context, o *order, method string, fn exportFunc, self *Resource, args []any) (any, error) {
 	prev, mine := o.take()
-	c := &rpcCall{g: g, fn: fn, args: args, entered: mine}
+	c := &rpcCall{g: g, fn: fn, args: args, entered: mine, self: self != nil}
 	defer c.enter()
 	if fn.res {
 		capnweb.Unblock(ctx) // reading a stub's key queues on that stub: never wait holding ours
 		var err error
-		if c.args, err = g.resolveArgs(ctx, fn, args); err != nil {
+		if c.args, err = g.resolveArgs(ctx, c); err != nil {
 			return nil, wrapErr(err, "gadget %s: %s", g.name, method)
 		}
 	}
@@ -444,9 +474,11 @@ func (g *Gadget) stubCall(ctx context.Context, o *order, method string, fn expor
 	return nil, wrapErr(err, "gadget %s: %s", g.name, method)
 }
 
-// resolveArgs replaces the stubs at the resource positions of args by their *Resource,
-// refusing a stub that is not a resource of this gadget of the type the parameter wants.
-func (g *Gadget) resolveArgs(ctx context.Context, fn exportFunc, args []any) ([]any, error) {
+// resolveArgs returns c's arguments with the stubs at resource positions replaced by their
+// *Resource, refusing a stub that is not a resource of this gadget of the type the parameter
+// wants.
+func (g *Gadget) resolveArgs(ctx context.Context, c *rpcCall) ([]any, error) {
+	fn, args := c.fn, c.args
 	out := make([]any, len(args))
 	for i, p := range fn.ft.Params {
 		var err error
@@ -467,7 +499,7 @@ func (g *Gadget) resolveArgs(ctx context.Context, fn exportFunc, args []any) ([]
 			return r, nil
 		})
 		if err != nil {
-			return nil, wrapErr(err, "args[%d]", i)
+			return nil, wrapErr(err, "%s", c.argPath(i))
 		}
 	}
 	return out, nil

@@ -169,7 +169,7 @@ func TestSlidesGadget(t *testing.T) {
 	refused(t, deck.Call(ctx, "updateSlide", 3, slide("x", "", "content", nil)), "GADGET_ERROR", "deck intro has no slide 3 (it has 3, numbered from 0)")
 	refused(t, deck.Call(ctx, "moveSlide", 0, 7), "GADGET_ERROR", "has no slide 7")
 	refused(t, deck.Call(ctx, "removeSlide", 9), "GADGET_ERROR", "has no slide 9")
-	refused(t, deck.Call(ctx, "removeSlide", -1), "INVALID_ARGUMENT", "args[1]")
+	refused(t, deck.Call(ctx, "removeSlide", -1), "INVALID_ARGUMENT", "args[0]")
 	refused(t, deck.Call(ctx, "setTitle", ""), "GADGET_ERROR", "deck title is empty")
 	wantTitles(t, deck, "Welcome", "Gadgets are actors", "Questions")
 

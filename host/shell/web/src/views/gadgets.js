@@ -2,9 +2,17 @@
 import { h, replace, attempt, toast } from "../dom.js";
 import { GRANTS, defaultGrants, readGadgetFiles } from "../upload.js";
 
-/** Checkboxes for the grants; returns [element, () => picked grants, kind => reset]. */
+/**
+ * Checkboxes for the grants; returns [element, () => picked grants, kind => reset]. reset
+ * picks a kind's defaults only while the person has not ticked a box: their choice wins.
+ */
 export function grantPicker(initial) {
-  const boxes = GRANTS.map((g) => h("input", { type: "checkbox", value: g, checked: initial.includes(g) }));
+  let touched = false;
+  const boxes = GRANTS.map((g) => {
+    const box = h("input", { type: "checkbox", value: g, checked: initial.includes(g) });
+    box.addEventListener("change", () => (touched = true));
+    return box;
+  });
   const el = h(
     "fieldset",
     { class: "grants" },
@@ -13,6 +21,7 @@ export function grantPicker(initial) {
   );
   const picked = () => boxes.filter((b) => b.checked).map((b) => b.value);
   const reset = (kind) => {
+    if (touched) return;
     const want = defaultGrants(kind);
     for (const b of boxes) b.checked = want.includes(b.value);
   };
