@@ -354,9 +354,18 @@ func (c *rpcCall) callerPaths(err error) error {
 	if end < 0 || convErr != nil {
 		return err
 	}
-	ve.Path = c.argPath(i) + ve.Path[end+1:]
-	return err
+	old := ve.Path[:end+1]
+	return &renamedArgs{msg: strings.Replace(err.Error(), old+":", c.argPath(i)+":", 1), err: err}
 }
+
+// renamedArgs is err with its message counting a method's arguments as its caller did.
+type renamedArgs struct {
+	msg string
+	err error
+}
+
+func (e *renamedArgs) Error() string { return e.msg }
+func (e *renamedArgs) Unwrap() error { return e.err }
 
 // enter releases the next call on the stub; idempotent.
 func (c *rpcCall) enter() {
