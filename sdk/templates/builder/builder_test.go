@@ -176,7 +176,9 @@ func TestBuildErrors(t *testing.T) {
 		edits            map[string]func(string) string
 		want             []string
 	}{
-		{"go missing export", "gadget", "go", map[string]func(string) string{"main.go": func(s string) string { return strings.Replace(s, "func (counter) Reset()", "func (counter) reset()", 1) }},
+		{"go missing export", "gadget", "go", map[string]func(string) string{"main.go": func(s string) string {
+			return strings.Replace(s, "func (counter) Reset()", "func (counter) reset()", 1)
+		}},
 			[]string{"go build failed", "missing method Reset"}},
 		{"go compile error", "gadget", "go", map[string]func(string) string{"main.go": func(s string) string { return s + "\nfunc broken() { undefinedThing() }\n" }},
 			[]string{"go build failed", "probe/main.go:", "undefined: undefinedThing"}},
