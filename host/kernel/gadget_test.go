@@ -192,7 +192,9 @@ func TestEventsReachEverySubscriber(t *testing.T) {
 
 func TestIdleGadgetsAndWorkspacesStop(t *testing.T) {
 	s := startServer(t, filepath.Join(t.TempDir(), "a.db"), func(c *kernel.Config) {
-		c.GadgetIdle, c.WorkspaceIdle = 20*time.Millisecond, 40*time.Millisecond
+		// Long enough that the check right after the first call sees them running, also under
+		// the race detector on a loaded machine; short enough to wait for.
+		c.GadgetIdle, c.WorkspaceIdle = 400*time.Millisecond, 800*time.Millisecond
 	})
 	_, _, app := home(t, s.user(t, "ada"))
 	if st := s.k.Stats(); st.Workspaces != 1 || st.Actors != 1 {
