@@ -41,7 +41,7 @@ var Kinds = []string{"gadget", "gatekeeper"}
 // langNames are the languages of each kind, with the name a README uses.
 var langNames = map[string]map[string]string{
 	"gadget":     {"go": "Go", "js": "JavaScript", "ts": "TypeScript", "c": "C"},
-	"gatekeeper": {"go": "Go", "js": "JavaScript"},
+	"gatekeeper": {"go": "Go", "js": "JavaScript", "ts": "TypeScript", "c": "C"},
 }
 
 // Langs returns the languages that kind has templates for, sorted.

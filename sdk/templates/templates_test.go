@@ -9,6 +9,18 @@ import (
 	"testing"
 )
 
+// langFiles are the files each template must write besides the common ones.
+var langFiles = map[string][]string{
+	"gadget/go":     {"main.go", "go.mod"},
+	"gadget/js":     {"app.js"},
+	"gadget/ts":     {"app.ts", "atelier.d.ts"},
+	"gadget/c":      {"main.c", "atelier_host.c", "atelier_host.h"},
+	"gatekeeper/go": {"main.go", "go.mod", "internal/gatekeeper/connector.go", "wit/deps/gatekeeper/gatekeeper.wit"},
+	"gatekeeper/js": {"app.js", "wit/deps/gatekeeper/gatekeeper.wit"},
+	"gatekeeper/ts": {"app.ts", "atelier.d.ts", "wit/deps/gatekeeper/gatekeeper.wit"},
+	"gatekeeper/c":  {"main.c", "atelier_gatekeeper.c", "atelier_gatekeeper.h", "json.c", "json.h", "wit/deps/gatekeeper/gatekeeper.wit"},
+}
+
 // TestCreate writes every template and checks what a user's project must be: no import of
 // the atelier module, the Go helpers vendored under the project's module, every template
 // action rendered, the WIT dependencies present.
@@ -20,6 +32,9 @@ func TestCreate(t *testing.T) {
 				files, err := Create(dir, Project{Kind: kind, Lang: lang, Name: "my-thing"})
 				if err != nil {
 					t.Fatal(err)
+				}
+				if _, ok := langFiles[kind+"/"+lang]; !ok {
+					t.Fatalf("no langFiles entry for %s/%s", kind, lang)
 				}
 				has := map[string]bool{}
 				for _, f := range files {
@@ -52,6 +67,11 @@ func TestCreate(t *testing.T) {
 						t.Errorf("main.go does not import %s:\n%s", want, main)
 					}
 				}
+				for _, want := range langFiles[kind+"/"+lang] {
+					if !has[want] {
+						t.Errorf("no %s among %v", want, files)
+					}
+				}
 				if kind == "gatekeeper" && !has["manifest.json"] {
 					t.Errorf("a gatekeeper project has no manifest.json: %v", files)
 				}
@@ -67,7 +87,7 @@ func TestCreateRefuses(t *testing.T) {
 		want string
 	}{
 		{Project{Kind: "gadget", Lang: "rust", Name: "x"}, "no gadget template for language"},
-		{Project{Kind: "gatekeeper", Lang: "c", Name: "x"}, "want one of go, js"},
+		{Project{Kind: "gatekeeper", Lang: "rust", Name: "x"}, "want one of c, go, js, ts"},
 		{Project{Kind: "plugin", Lang: "go", Name: "x"}, "unknown kind"},
 		{Project{Kind: "gadget", Lang: "go", Name: "My_Counter"}, "bad name"},
 		{Project{Kind: "gadget", Lang: "go", Name: "../escape"}, "bad name"},
