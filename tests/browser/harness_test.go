@@ -85,12 +85,18 @@ func newHarness(t *testing.T) *harness {
 	srv := serveproc.Start(t, bin, filepath.Join(t.TempDir(), "atelier.db"), filepath.Join(tmpDir, "cache"))
 	base := "http://" + strings.TrimSuffix(strings.TrimPrefix(srv.URL, "ws://"), "/api")
 
+	// Chromium may still write to its profile while it exits, after the test's own TempDir
+	// would be removed: the profile lives in the run's folder, which serveproc.Main removes.
+	profile, err := os.MkdirTemp(tmpDir, "chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(exe),
 		chromedp.NoSandbox, // the tests run as root in CI
 		chromedp.WindowSize(1280, 900),
 		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("user-data-dir", t.TempDir()),
+		chromedp.Flag("user-data-dir", profile),
 		// Keep sandboxed frames in the page's process, so that queries reach the gadget frame's
 		// document from the tab (chromedp does not drive out-of-process frames). The sandbox
 		// and the CSP are enforced the same either way; the process split is Chromium's own
