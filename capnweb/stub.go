@@ -105,6 +105,21 @@ func (s *Stub) OnBroken(fn func(error)) (cancel func()) {
 	return func() {}
 }
 
+// LocalTarget returns the Go target a stub wraps when it is one of this side's own objects
+// (for instance one the peer was given and passed back), and whether it is. A stub of the
+// peer's object, or of a promise not yet settled, has none.
+func (s *Stub) LocalTarget() (any, bool) {
+	h, err := s.hook()
+	if err != nil {
+		return nil, false
+	}
+	t, ok := h.(*targetHook)
+	if !ok {
+		return nil, false
+	}
+	return t.lt.val, true
+}
+
 // IsRemote reports whether the stub refers to an object of a peer.
 func (s *Stub) IsRemote() bool {
 	h, err := s.hook()

@@ -175,7 +175,6 @@ type Connection struct {
 	funcs map[string]exportFunc // RPC method name -> the export
 	// props maps an exported interface's (or resource's) property name to its functions.
 	props map[string]*Connection
-	order order
 }
 
 // exportFunc is an exported function: the name the runtime calls it by, and its type (nil
@@ -292,7 +291,7 @@ func (c *Connection) CallMethod(ctx context.Context, method string, args []any) 
 	if err := fn.checkArity(method, args); err != nil {
 		return nil, wrapErr(err, "gadget %s", c.g.name)
 	}
-	return c.g.stubCall(ctx, &c.order, method, fn, nil, args)
+	return c.g.stubCall(ctx, method, fn, nil, args)
 }
 
 // GetProperty implements capnweb.DynamicTarget: exported interfaces and resources (their

@@ -143,8 +143,6 @@ type Kernel struct {
 	vault    vaultKey
 	sched    scheduler
 	metrics  *callMetrics // gadget call metrics (metrics.go)
-	// resources are the resource stubs handed out (resources.go).
-	resources resourceTable
 
 	// js runs JS gadgets and executeCode snippets; compiled on first use (jsEngine).
 	jsOnce sync.Once

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"atelier/capnweb"
@@ -26,11 +25,6 @@ var (
 	errResourceRestarted = fail(CodeFailedPrecondition,
 		"the gadget restarted since this resource was made (it was idle, redeployed or stopped); make a new one")
 )
-
-// resourceProp is the property a resource stub answers with its key in the kernel's resource
-// table: reading it is how a stub passed back as an argument is recognised, since a stub does
-// not give away the Go target behind it.
-const resourceProp = "$atelierResource"
 
 // resourceType is a resource a component exports.
 type resourceType struct {
@@ -181,22 +175,14 @@ func mapResources(t *wit.Type, v any, f func(t *wit.Type, v any) (any, error)) (
 	return v, nil
 }
 
-// resourceTable holds the kernel's live resource stubs by key (resourceProp).
-type resourceTable struct {
-	next atomic.Uint64
-	m    sync.Map // uint64 -> *Resource
-}
-
 // Resource is a resource of a gadget's instance as a Cap'n Web object: its methods are the
 // resource's [method]s in camelCase; disposing it drops the resource in the guest.
 type Resource struct {
-	g     *Gadget // resolved: calls check the caller's role and scope like a connection's
-	typ   *resourceType
-	a     *actor     // the actor whose instance made it
-	gen   uint64     // which of a's instances made it
-	h     wit.Handle // its handle in that instance
-	key   uint64     // its key in the kernel's resource table
-	order order      // its calls' order
+	g   *Gadget // resolved: calls check the caller's role and scope like a connection's
+	typ *resourceType
+	a   *actor     // the actor whose instance made it
+	gen uint64     // which of a's instances made it
+	h   wit.Handle // its handle in that instance
 
 	// state is where the resource is; guarded by a's turn.
 	state resourceState
@@ -221,9 +207,7 @@ var (
 // newResource wraps handle h, which a's live instance gen returned as an own<R> of type typ;
 // the caller holds a's turn.
 func (a *actor) newResource(g *Gadget, typ *resourceType, gen uint64, h wit.Handle) *Resource {
-	k := a.ov.k
-	r := &Resource{g: g, typ: typ, a: a, gen: gen, h: h, key: k.resources.next.Add(1)}
-	k.resources.m.Store(r.key, r)
+	r := &Resource{g: g, typ: typ, a: a, gen: gen, h: h}
 	a.comp.live++
 	return r
 }
@@ -247,14 +231,11 @@ func (r *Resource) CallMethod(ctx context.Context, method string, args []any) (a
 	if err := checkArity(what, len(fn.ft.Params)-1, fn.ft, args); err != nil {
 		return nil, wrapErr(err, "gadget %s", r.g.name)
 	}
-	return r.g.stubCall(ctx, &r.order, what, fn, r, append([]any{r}, args...))
+	return r.g.stubCall(ctx, what, fn, r, append([]any{r}, args...))
 }
 
-// GetProperty implements capnweb.DynamicTarget: the resource has no properties but its key.
-func (r *Resource) GetProperty(_ context.Context, name string) (any, error) {
-	if name == resourceProp {
-		return float64(r.key), nil
-	}
+// GetProperty implements capnweb.DynamicTarget: a resource has no properties.
+func (r *Resource) GetProperty(context.Context, string) (any, error) {
 	return capnweb.Undefined, nil
 }
 
@@ -265,7 +246,6 @@ func (r *Resource) Dispose() {
 	if r.disposed.Swap(true) {
 		return
 	}
-	r.a.ov.k.resources.m.Delete(r.key)
 	go r.drop()
 }
 
@@ -301,34 +281,15 @@ func (r *Resource) usable(a *actor) error {
 	return nil
 }
 
-// order keeps the calls of one stub in arrival order on the actor even when they give up their
-// Cap'n Web turn early (to resolve resource arguments, or to wait for an earlier call): each
-// call takes a ticket while it still holds the turn and enters the actor only after the call
-// before it has.
-type order struct {
-	mu   sync.Mutex
-	last chan struct{} // closed once the latest call entered the actor (or failed)
-}
-
-// take returns the previous call's ticket and this call's.
-func (o *order) take() (prev <-chan struct{}, mine chan struct{}) {
-	mine = make(chan struct{})
-	o.mu.Lock()
-	prev, o.last = o.last, mine
-	o.mu.Unlock()
-	return prev, mine
-}
-
 // rpcCall is a call from a stub (a connection's or a resource's) as it runs on the actor: its
 // resource arguments are checked and replaced by their handles under the actor's turn, and the
 // resources in its result are wrapped there, where the instance that made them is known. With
 // drop set, it drops that resource instead.
 type rpcCall struct {
-	g       *Gadget
-	fn      exportFunc
-	args    []any // resources as *Resource
-	entered chan struct{}
-	drop    *Resource
+	g    *Gadget
+	fn   exportFunc
+	args []any // resources as *Resource
+	drop *Resource
 	// self is set for a resource's method: args[0] is the resource, which the caller did not
 	// pass, so errors name the caller's arguments from args[1] on as args[0].
 	self bool
@@ -367,17 +328,8 @@ type renamedArgs struct {
 func (e *renamedArgs) Error() string { return e.msg }
 func (e *renamedArgs) Unwrap() error { return e.err }
 
-// enter releases the next call on the stub; idempotent.
-func (c *rpcCall) enter() {
-	if c.entered != nil {
-		close(c.entered)
-		c.entered = nil
-	}
-}
-
 // invoke runs the call in a's instance; the caller holds a's turn.
 func (c *rpcCall) invoke(ctx context.Context, a *actor) (any, error) {
-	c.enter()
 	if r := c.drop; r != nil {
 		if r.state != resourceLive || r.a != a || a.comp.current(r.gen) != nil {
 			return nil, nil // moved into the guest, or its instance is gone
@@ -435,28 +387,15 @@ func (c *rpcCall) invoke(ctx context.Context, a *actor) (any, error) {
 
 // stubCall runs a call from a stub (a connection's, or resource self's method with self as
 // the first argument) of export fn: resource stubs among args are resolved, the caller's
-// access is checked, and the call runs on the gadget's actor after the stub's earlier calls.
-func (g *Gadget) stubCall(ctx context.Context, o *order, method string, fn exportFunc, self *Resource, args []any) (any, error) {
-	prev, mine := o.take()
-	c := &rpcCall{g: g, fn: fn, args: args, entered: mine, self: self != nil}
-	defer c.enter()
+// access is checked, and the call is queued on the gadget's actor. Calls of one stub reach
+// the actor in the order Cap'n Web runs them (one at a time, each until it is queued there);
+// only then may the next start, while this one's reply waits at the output gate.
+func (g *Gadget) stubCall(ctx context.Context, method string, fn exportFunc, self *Resource, args []any) (any, error) {
+	c := &rpcCall{g: g, fn: fn, args: args, self: self != nil}
 	if fn.res {
-		capnweb.Unblock(ctx) // reading a stub's key queues on that stub: never wait holding ours
 		var err error
-		if c.args, err = g.resolveArgs(ctx, c); err != nil {
+		if c.args, err = g.resolveArgs(c); err != nil {
 			return nil, wrapErr(err, "gadget %s: %s", g.name, method)
-		}
-	}
-	if prev != nil {
-		select {
-		case <-prev:
-		default:
-			capnweb.Unblock(ctx)
-			select {
-			case <-prev:
-			case <-ctx.Done():
-				return nil, wrapErr(ctx.Err(), "gadget %s: %s", g.name, method)
-			}
 		}
 	}
 	var r *reply
@@ -486,7 +425,7 @@ func (g *Gadget) stubCall(ctx context.Context, o *order, method string, fn expor
 // resolveArgs returns c's arguments with the stubs at resource positions replaced by their
 // *Resource, refusing a stub that is not a resource of this gadget of the type the parameter
 // wants.
-func (g *Gadget) resolveArgs(ctx context.Context, c *rpcCall) ([]any, error) {
+func (g *Gadget) resolveArgs(c *rpcCall) ([]any, error) {
 	fn, args := c.fn, c.args
 	out := make([]any, len(args))
 	for i, p := range fn.ft.Params {
@@ -495,7 +434,7 @@ func (g *Gadget) resolveArgs(ctx context.Context, c *rpcCall) ([]any, error) {
 			r, ok := v.(*Resource) // the resource whose method this is
 			if !ok {
 				var err error
-				if r, err = g.w.k.resourceOf(ctx, t, v); err != nil {
+				if r, err = resourceOf(t, v); err != nil {
 					return nil, err
 				}
 			}
@@ -515,29 +454,23 @@ func (g *Gadget) resolveArgs(ctx context.Context, c *rpcCall) ([]any, error) {
 }
 
 // resourceOf returns the resource behind stub v, passed where a function wants type t.
-func (k *Kernel) resourceOf(ctx context.Context, t *wit.Type, v any) (*Resource, error) {
+func resourceOf(t *wit.Type, v any) (*Resource, error) {
 	s, ok := v.(*capnweb.Stub)
 	if !ok {
 		return nil, fail(CodeInvalidArgument, "want a %s stub, got %s", t, jsKind(v))
 	}
-	if s.IsRemote() {
+	target, ok := s.LocalTarget()
+	if !ok {
 		return nil, fail(CodeInvalidArgument, "want a %s stub this server returned, got one of the caller's own objects", t)
 	}
-	p := s.Get(resourceProp)
-	key, err := p.Await(ctx)
-	p.Dispose()
-	if err != nil {
-		return nil, err
-	}
-	n, ok := key.(float64)
+	r, ok := target.(*Resource)
 	if !ok {
 		return nil, fail(CodeInvalidArgument, "want a %s stub, got a stub of another kind of object", t)
 	}
-	r, ok := k.resources.m.Load(uint64(n))
-	if !ok {
+	if r.disposed.Load() {
 		return nil, fail(CodeFailedPrecondition, "this %s was disposed", t)
 	}
-	return r.(*Resource), nil
+	return r, nil
 }
 
 // jsKind names the kind of a protocol value for error messages.
