@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"atelier/host/gatekeeper"
 )
 
 // agentSnippet reads the notebook and queues a note through env.notes.
@@ -27,20 +25,12 @@ func TestCodeModeGatekeeperBindings(t *testing.T) {
 	svc := startService(t)
 	m := notesManifest(t, svc)
 	wasm := guest(t, "gatekeepers/notes-go")
-	archive, err := gatekeeper.Pack(m, wasm)
-	if err != nil {
-		t.Fatal(err)
-	}
 	plain := m
 	plain.Name, plain.Session = "notes-plain", nil
-	plainArchive, err := gatekeeper.Pack(plain, wasm)
-	if err != nil {
-		t.Fatal(err)
-	}
 	s := startServer(t, svc, filepath.Join(t.TempDir(), "atelier.db"))
 	admin, alice, bob := s.authed(t, s.adminToken(t)), s.user(t, "alice"), s.user(t, "bob")
-	id := await(t, admin.Call(ctx, "installGatekeeper", archive)).(map[string]any)["id"].(string)
-	plainID := await(t, admin.Call(ctx, "installGatekeeper", plainArchive)).(map[string]any)["id"].(string)
+	id := installGatekeeper(t, admin, m, wasm)
+	plainID := installGatekeeper(t, admin, plain, wasm)
 	if info := await(t, alice.Call(ctx, "listGatekeepers")).([]any); !strings.Contains(fmt.Sprint(info), "Notebook") {
 		t.Fatalf("listGatekeepers does not show the session API: %v", info)
 	}

@@ -311,12 +311,8 @@ func probeManifest(svc *service) gatekeeper.Manifest {
 func probeWorkspace(t *testing.T, s *server, svc *service, notebooks ...string) (ws *capnweb.Promise, wsID any, accounts map[string]string) {
 	t.Helper()
 	ctx := context.Background()
-	archive, err := gatekeeper.Pack(probeManifest(svc), guest(t, "tests/gatekeeper/guests/probe"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	admin, alice := s.authed(t, s.adminToken(t)), s.user(t, "alice")
-	id := await(t, admin.Call(ctx, "installGatekeeper", archive)).(map[string]any)["id"].(string)
+	id := installGatekeeper(t, admin, probeManifest(svc), guest(t, "tests/gatekeeper/guests/probe"))
 	ws = alice.Call(ctx, "createWorkspace", "home")
 	wsID = await(t, ws.Call(ctx, "info")).(map[string]any)["id"]
 	grants := []any{"atelier:host/log", "atelier:host/kv", "atelier:host/events", "atelier:host/bindings"}
@@ -338,4 +334,15 @@ func callProbe(t *testing.T, ws *capnweb.Promise, binding, method string, args .
 		args = []any{}
 	}
 	return await(t, ws.Call(ctx, "gadget", "caller").Call(ctx, "connect").Call(ctx, "call", binding, method, args))
+}
+
+// installGatekeeper packs wasm with m and installs the package through admin's API; it
+// returns the package id.
+func installGatekeeper(t *testing.T, admin *capnweb.Promise, m gatekeeper.Manifest, wasm []byte) string {
+	t.Helper()
+	archive, err := gatekeeper.Pack(m, wasm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return await(t, admin.Call(context.Background(), "installGatekeeper", archive)).(map[string]any)["id"].(string)
 }

@@ -237,13 +237,9 @@ const callerJS = `export class Gadget {
 func TestKernelGadgetUsesBoundGatekeeper(t *testing.T) {
 	ctx := context.Background()
 	svc := startService(t)
-	archive, err := gatekeeper.Pack(notesManifest(t, svc), guest(t, "gatekeepers/notes-go"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	s := startServer(t, svc, filepath.Join(t.TempDir(), "atelier.db"))
 	admin, alice, bob := s.authed(t, s.adminToken(t)), s.user(t, "alice"), s.user(t, "bob")
-	id := await(t, admin.Call(ctx, "installGatekeeper", archive)).(map[string]any)["id"].(string)
+	id := installGatekeeper(t, admin, notesManifest(t, svc), guest(t, "gatekeepers/notes-go"))
 	work := svc.Origin + "/notebooks/work"
 	acctID := await(t, alice.Call(ctx, "connectAccount", id, work, map[string]any{"token": aliceToken})).(map[string]any)["id"].(string)
 
@@ -366,14 +362,10 @@ func waitAction(t *testing.T, events <-chan map[string]any, id any, state string
 func TestKernelQueueSurvivesRestart(t *testing.T) {
 	ctx := context.Background()
 	svc := startService(t)
-	archive, err := gatekeeper.Pack(notesManifest(t, svc), guest(t, "gatekeepers/notes-go"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	data := filepath.Join(t.TempDir(), "atelier.db")
 	s := startServer(t, svc, data)
 	admin, alice := s.authed(t, s.adminToken(t)), s.user(t, "alice")
-	id := await(t, admin.Call(ctx, "installGatekeeper", archive)).(map[string]any)["id"].(string)
+	id := installGatekeeper(t, admin, notesManifest(t, svc), guest(t, "gatekeepers/notes-go"))
 	acctID := await(t, alice.Call(ctx, "connectAccount", id, svc.Origin+"/notebooks/work", map[string]any{"token": aliceToken})).(map[string]any)["id"].(string)
 	ws := alice.Call(ctx, "createWorkspace", "home")
 	wsID := await(t, ws.Call(ctx, "info")).(map[string]any)["id"]

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"atelier/capnweb"
-	"atelier/host/gatekeeper"
 )
 
 // The slides gadget (gadgets/slides-go) through a real kernel, a real Cap'n Web session over a
@@ -86,14 +85,10 @@ func wantEvent(t *testing.T, events <-chan map[string]any, topic, kind string, n
 func TestSlidesGadget(t *testing.T) {
 	ctx := context.Background()
 	svc := startService(t)
-	archive, err := gatekeeper.Pack(notesManifest(t, svc), guest(t, "gatekeepers/notes-go"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	wasm := guest(t, "gadgets/slides-go")
 	s := startServer(t, svc, filepath.Join(t.TempDir(), "atelier.db"))
 	admin, alice, bob := s.authed(t, s.adminToken(t)), s.user(t, "alice"), s.user(t, "bob")
-	gk := await(t, admin.Call(ctx, "installGatekeeper", archive)).(map[string]any)["id"].(string)
+	gk := installGatekeeper(t, admin, notesManifest(t, svc), guest(t, "gatekeepers/notes-go"))
 	acct := await(t, alice.Call(ctx, "connectAccount", gk, svc.Origin+"/notebooks/work", map[string]any{"token": aliceToken})).(map[string]any)["id"].(string)
 
 	// Without the bindings grant the component is refused before it runs.
