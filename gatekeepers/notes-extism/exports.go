@@ -49,16 +49,27 @@ type actionIn struct {
 }
 
 //go:wasmexport describe
-func describe() int32 { return export(func(none) (any, error) { return gk.Describe(), nil }) }
+func describe() int32 {
+	return export(func(none) (any, error) { return Vendor(gk.Describe()), nil })
+}
 
 //go:wasmexport resource_kinds
 func resourceKinds() int32 {
-	return export(func(none) (any, error) { return gk.ResourceKinds(), nil })
+	return export(func(none) (any, error) {
+		var out []ResourceKind
+		for _, k := range gk.ResourceKinds() {
+			out = append(out, ResourceKind(k))
+		}
+		return out, nil
+	})
 }
 
 //go:wasmexport describe_resource
 func describeResource() int32 {
-	return export(func(in urlIn) (any, error) { return gk.DescribeResource(in.URL) })
+	return export(func(in urlIn) (any, error) {
+		r, err := gk.DescribeResource(in.URL)
+		return Resource(r), err
+	})
 }
 
 //go:wasmexport typescript_types
