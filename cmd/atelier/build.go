@@ -163,7 +163,7 @@ func findImport(dir, iface string) string {
 			calls = append(calls, "host."+m[1]+"(")
 		}
 	}
-	generated, _ := filepath.Glob(filepath.Join(dir, "bindings", "*.go"))
+	generated, _ := filepath.Glob(filepath.Join(dir, builder.BindingsDir, "*.go"))
 	for _, f := range generated {
 		src, err := os.ReadFile(f)
 		if err != nil {
@@ -205,7 +205,7 @@ func findLine(dir string, match func(string) bool) string {
 		}
 		rel, _ := filepath.Rel(dir, path)
 		if d.IsDir() {
-			if rel == "wit" || rel == "internal" || rel == "bindings" || rel == "build" || d.Name() == "node_modules" {
+			if rel == "wit" || rel == "internal" || rel == builder.BindingsDir || rel == "build" || d.Name() == "node_modules" {
 				return filepath.SkipDir
 			}
 			return nil

@@ -58,6 +58,7 @@ type build struct {
 	cache     string
 	log       io.Writer
 	toolsHash string // of the embedded componentize folder
+	clang     string // the C compiler, for a C project
 }
 
 // Build builds the project in dir into a component.
@@ -89,18 +90,7 @@ func Build(ctx context.Context, dir string, opt Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	var toolVersion string
-	switch b.cfg.Lang {
-	case "go":
-		toolVersion, err = b.version(ctx, "go", "go", "version")
-	case "c":
-		if err = b.debianTools(ctx, cTools); err == nil {
-			var clang string
-			if clang, err = clangPath(); err == nil {
-				toolVersion, err = b.version(ctx, "clang", clang, "--version")
-			}
-		}
-	}
+	toolVersion, err := b.compiler(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -145,6 +135,26 @@ func Build(ctx context.Context, dir string, opt Options) (*Result, error) {
 		return nil, err
 	}
 	return res, os.Rename(part, cached)
+}
+
+// compiler makes sure the language's compiler is there (installing a C toolchain with apt
+// when missing; b.clang is set then) and returns its version ("" for JS and TS).
+func (b *build) compiler(ctx context.Context) (string, error) {
+	switch b.cfg.Lang {
+	case "go":
+		return b.version(ctx, "go", "go", "version")
+	case "c":
+		if err := b.debianTools(ctx, cTools); err != nil {
+			return "", err
+		}
+		clang, err := clangPath()
+		if err != nil {
+			return "", err
+		}
+		b.clang = clang
+		return b.version(ctx, "clang", clang, "--version")
+	}
+	return "", nil
 }
 
 // version returns the first line that `name args...` prints.
@@ -209,6 +219,19 @@ func LoadWorld(dir, world string) (*wit.World, error) {
 		return nil, fmt.Errorf("%s: %w (set \"world\" in %s)", witDir, err, ConfigFile)
 	}
 	return w, nil
+}
+
+// componentizeCore runs the compiler cmd (named what), which writes the core module core,
+// checks the module's exports (hint says how the language declares a missing one) and turns
+// it into a component next to core.
+func (b *build) componentizeCore(ctx context.Context, script, what string, cmd *exec.Cmd, core string, hint func(string) string) ([]byte, error) {
+	if out, err := b.run(what, cmd, false); err != nil {
+		return nil, fmt.Errorf("%s failed:\n%s", what, b.relDisplay(out))
+	}
+	if err := b.checkCoreExports(core, hint); err != nil {
+		return nil, err
+	}
+	return b.componentize(ctx, script, "go", core, filepath.Join(filepath.Dir(core), "out.wasm"))
 }
 
 // componentize runs componentize.mjs: mode go turns the core module input into a component,

@@ -3,15 +3,15 @@ package builder
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 )
 
-// clangPath finds clang (Debian's clang package) or clang-14 (what it depends on).
+// clangPath finds clang (Debian's clang package) or clang-14 (what it depends on): the names
+// of cTools' first package.
 func clangPath() (string, error) {
-	for _, name := range []string{"clang", "clang-14"} {
+	for _, name := range cTools[0].names {
 		if p, err := exec.LookPath(name); err == nil {
 			return p, nil
 		}
@@ -21,10 +21,6 @@ func clangPath() (string, error) {
 
 // buildC compiles the project's .c files into a wasm32-wasi reactor and componentizes it.
 func (b *build) buildC(ctx context.Context, script, tmp string) ([]byte, error) {
-	clang, err := clangPath()
-	if err != nil {
-		return nil, err
-	}
 	sources, err := filepath.Glob(filepath.Join(b.dir, "*.c"))
 	if err != nil || len(sources) == 0 {
 		return nil, fmt.Errorf("%s has no .c files", b.dir)
@@ -33,15 +29,7 @@ func (b *build) buildC(ctx context.Context, script, tmp string) ([]byte, error) 
 	core := filepath.Join(tmp, "core.wasm")
 	b.progress("%s: clang --target=wasm32-wasi -mexec-model=reactor (%d files)", b.cfg.Name, len(sources))
 	args := append([]string{"--target=wasm32-wasi", "-mexec-model=reactor", "-O2", "-Wall", "-o", core}, sources...)
-	cmd := exec.CommandContext(ctx, clang, args...)
-	cmd.Env = os.Environ()
-	if out, err := b.run("clang", cmd, false); err != nil {
-		return nil, fmt.Errorf("clang failed:\n%s", b.relDisplay(out))
-	}
-	if err := b.checkCoreExports(core, cExportHint); err != nil {
-		return nil, err
-	}
-	return b.componentize(ctx, script, "go", core, filepath.Join(tmp, "out.wasm"))
+	return b.componentizeCore(ctx, script, "clang", exec.CommandContext(ctx, b.clang, args...), core, cExportHint)
 }
 
 // cExportHint says how a C export is declared.

@@ -18,13 +18,7 @@ func (b *build) buildGo(ctx context.Context, script, tmp string) ([]byte, error)
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-buildmode=c-shared", "-o", core, ".")
 	cmd.Dir = b.dir
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "GOWORK=off", "CGO_ENABLED=0")
-	if out, err := b.run("go build", cmd, false); err != nil {
-		return nil, fmt.Errorf("go build failed:\n%s", b.relDisplay(out))
-	}
-	if err := b.checkCoreExports(core, goExportHint); err != nil {
-		return nil, err
-	}
-	return b.componentize(ctx, script, "go", core, filepath.Join(tmp, "out.wasm"))
+	return b.componentizeCore(ctx, script, "go build", cmd, core, goExportHint)
 }
 
 // goExportHint says how a Go export is declared.

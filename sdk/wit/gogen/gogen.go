@@ -596,26 +596,37 @@ func (g *gen) enumDecl(n, prefix, summary, docs string, names []wit.Name, size u
 	b := &g.types
 	b.WriteString(comment("", summary, docs))
 	fmt.Fprintf(b, "type %s uint%d\n\n", n, size*8)
-	fmt.Fprintf(b, "// The values of %s, in WIT order.\nconst (\n", n)
+	constBlock(b, "values", n, prefix, "iota", names)
+	fmt.Fprintf(b, "// String returns the WIT name of v.\nfunc (v %s) String() string {\n", n)
+	fmt.Fprintf(b, "\tnames := [...]string{%s}\n", quotedNames(names))
+	fmt.Fprintf(b, "\tif int(v) < len(names) {\n\t\treturn names[v]\n\t}\n")
+	fmt.Fprintf(b, "\treturn %q + strconv.Itoa(int(v)) + \")\"\n}\n\n", n+"(")
+}
+
+// constBlock writes the constants (the "values" or "flags", as what says) of type n, one per
+// name (prefix+Name, with the name's docs), the first set to first.
+func constBlock(b *bytes.Buffer, what, n, prefix, first string, names []wit.Name) {
+	fmt.Fprintf(b, "// The %s of %s, in WIT order.\nconst (\n", what, n)
 	for i, c := range names {
 		if c.Docs != "" {
 			b.WriteString(comment("\t", prefix+exported(c.Name)+": "+firstLine(c.Docs), rest(c.Docs)))
 		}
 		if i == 0 {
-			fmt.Fprintf(b, "\t%s%s %s = iota\n", prefix, exported(c.Name), n)
+			fmt.Fprintf(b, "\t%s%s %s = %s\n", prefix, exported(c.Name), n, first)
 		} else {
 			fmt.Fprintf(b, "\t%s%s\n", prefix, exported(c.Name))
 		}
 	}
 	b.WriteString(")\n\n")
+}
+
+// quotedNames returns the WIT names of names as Go string literals, joined by ", ".
+func quotedNames(names []wit.Name) string {
 	quoted := make([]string, len(names))
 	for i, c := range names {
 		quoted[i] = strconv.Quote(c.Name)
 	}
-	fmt.Fprintf(b, "// String returns the WIT name of v.\nfunc (v %s) String() string {\n", n)
-	fmt.Fprintf(b, "\tnames := [...]string{%s}\n", strings.Join(quoted, ", "))
-	fmt.Fprintf(b, "\tif int(v) < len(names) {\n\t\treturn names[v]\n\t}\n")
-	fmt.Fprintf(b, "\treturn %q + strconv.Itoa(int(v)) + \")\"\n}\n\n", n+"(")
+	return strings.Join(quoted, ", ")
 }
 
 // flagsDecl declares a flags type: an unsigned integer with one bit per flag.
@@ -630,24 +641,9 @@ func (g *gen) flagsDecl(d *wit.TypeDef, n, what string) {
 	}
 	b.WriteString(comment("", n+" is "+what+": a set of flags, one bit each.", d.Docs))
 	fmt.Fprintf(b, "type %s uint%d\n\n", n, bits)
-	fmt.Fprintf(b, "// The flags of %s, in WIT order.\nconst (\n", n)
-	for i, c := range d.Names {
-		if c.Docs != "" {
-			b.WriteString(comment("\t", n+exported(c.Name)+": "+firstLine(c.Docs), rest(c.Docs)))
-		}
-		if i == 0 {
-			fmt.Fprintf(b, "\t%s%s %s = 1 << iota\n", n, exported(c.Name), n)
-		} else {
-			fmt.Fprintf(b, "\t%s%s\n", n, exported(c.Name))
-		}
-	}
-	b.WriteString(")\n\n")
-	quoted := make([]string, len(d.Names))
-	for i, c := range d.Names {
-		quoted[i] = strconv.Quote(c.Name)
-	}
+	constBlock(b, "flags", n, n, "1 << iota", d.Names)
 	fmt.Fprintf(b, "// String returns the WIT names of the flags set in v, joined by \"|\".\nfunc (v %s) String() string {\n", n)
-	fmt.Fprintf(b, "\tvar set []string\n\tfor i, name := range [...]string{%s} {\n", strings.Join(quoted, ", "))
+	fmt.Fprintf(b, "\tvar set []string\n\tfor i, name := range [...]string{%s} {\n", quotedNames(d.Names))
 	fmt.Fprintf(b, "\t\tif v&(1<<i) != 0 {\n\t\t\tset = append(set, name)\n\t\t}\n\t}\n\treturn strings.Join(set, \"|\")\n}\n\n")
 }
 

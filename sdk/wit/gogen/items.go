@@ -36,6 +36,30 @@ func flatParams(ps []param) []core {
 	return out
 }
 
+// coreFunc is how a function crosses the canonical ABI: its parameters and their core values
+// (spilled to memory when there are too many), its result and the result's core values
+// (returned through memory when there are too many).
+type coreFunc struct {
+	ps     []param
+	fps    []core
+	spill  bool
+	rt     *wit.Type
+	fr     []core
+	retptr bool
+}
+
+// coreFuncOf returns how f crosses the canonical ABI.
+func coreFuncOf(f *wit.Func) coreFunc {
+	c := coreFunc{ps: params(f), rt: funcResult(f)}
+	c.fps = flatParams(c.ps)
+	c.spill = len(c.fps) > maxFlatParams
+	if c.rt != nil {
+		c.fr = flat(c.rt)
+	}
+	c.retptr = len(c.fr) > maxFlatResults
+	return c
+}
+
 // tupleOf returns the types of ps, laid out as the record the canonical ABI spills them into.
 func tupleOf(ps []param) []*wit.Type {
 	ts := make([]*wit.Type, len(ps))
@@ -154,32 +178,24 @@ func (g *gen) importItem(it *wit.WorldItem) error {
 // importFunc writes the `//go:wasmimport` declaration of f from module and its Go wrapper
 // called name (a method of recv when recv is not "").
 func (g *gen) importFunc(module string, f *wit.Func, name, recv, docs string) {
-	ps := params(f)
-	fps := flatParams(ps)
-	spill := len(fps) > maxFlatParams
-	rt := funcResult(f)
-	var fr []core
-	if rt != nil {
-		fr = flat(rt)
-	}
-	retptr := len(fr) > maxFlatResults
+	cf := coreFuncOf(f)
 
 	raw := "wasmimport" + recv + name
 	var sig []string
-	if spill {
+	if cf.spill {
 		sig = append(sig, "args_ uint32")
 	} else {
-		s, _ := coreSig(fps, "f")
+		s, _ := coreSig(cf.fps, "f")
 		if s != "" {
 			sig = append(sig, s)
 		}
 	}
-	if retptr {
+	if cf.retptr {
 		sig = append(sig, "ret_ uint32")
 	}
 	res := ""
-	if len(fr) == 1 {
-		res = " " + fr[0].goType()
+	if len(cf.fr) == 1 {
+		res = " " + cf.fr[0].goType()
 	}
 	fmt.Fprintf(&g.abi, "//go:wasmimport %s %s\nfunc %s(%s)%s\n\n", module, f.CoreName(), raw, strings.Join(sig, ", "), res)
 
@@ -195,29 +211,29 @@ func (g *gen) importFunc(module string, f *wit.Func, name, recv, docs string) {
 	} else {
 		fmt.Fprintf(&b, "func %s%s {\n", name, gsig)
 	}
-	mem := spill
-	for _, p := range ps {
+	mem := cf.spill
+	for _, p := range cf.ps {
 		mem = mem || needsMem(p.typ)
 	}
 	if mem {
 		b.WriteString("l_ := cabi.ArgLowering()\n")
 	}
 	var args []string
-	if spill {
-		offs, size, _ := offsets(tupleOf(ps))
+	if cf.spill {
+		offs, size, _ := offsets(tupleOf(cf.ps))
 		fmt.Fprintf(&b, "args_ := l_.Alloc(%d)\n", size)
-		for i, p := range ps {
+		for i, p := range cf.ps {
 			b.WriteString(g.lowerMem(p.typ, p.name, offset("args_", offs[i])))
 		}
 		args = append(args, "args_")
 	} else {
-		_, slots := coreSig(fps, "f")
+		_, slots := coreSig(cf.fps, "f")
 		for _, s := range slots {
 			fmt.Fprintf(&b, "var %s %s\n", s.expr, s.typ.goType())
 			args = append(args, s.expr)
 		}
 		k := 0
-		for _, p := range ps {
+		for _, p := range cf.ps {
 			n := len(flat(p.typ))
 			g.lowerFlat(&b, p.typ, p.name, slots[k:k+n])
 			k += n
@@ -225,10 +241,10 @@ func (g *gen) importFunc(module string, f *wit.Func, name, recv, docs string) {
 	}
 	call := raw + "(" + strings.Join(args, ", ")
 	switch {
-	case retptr:
-		size, _ := layout(rt)
+	case cf.retptr:
+		size, _ := layout(cf.rt)
 		fmt.Fprintf(&b, "ret_ := cabi.RetArea(%d)\n%s, ret_)\n", size, call)
-	case len(fr) == 1:
+	case len(cf.fr) == 1:
 		fmt.Fprintf(&b, "r0_ := %s)\n", call)
 	default:
 		fmt.Fprintf(&b, "%s)\n", call)
@@ -237,15 +253,15 @@ func (g *gen) importFunc(module string, f *wit.Func, name, recv, docs string) {
 		b.WriteString("l_.Free()\n")
 	}
 	switch {
-	case rt == nil:
-	case retptr:
-		fmt.Fprintf(&b, "r_ := %s\n", g.memExpr(rt, "ret_"))
+	case cf.rt == nil:
+	case cf.retptr:
+		fmt.Fprintf(&b, "r_ := %s\n", g.memExpr(cf.rt, "ret_"))
 	default:
-		fmt.Fprintf(&b, "var r_ %s\n", g.goType(rt))
-		g.liftFlat(&b, rt, "r_", []slot{{"r0_", fr[0]}})
+		fmt.Fprintf(&b, "var r_ %s\n", g.goType(cf.rt))
+		g.liftFlat(&b, cf.rt, "r_", []slot{{"r0_", cf.fr[0]}})
 	}
-	if rt != nil {
-		b.WriteString(g.returnResult(rt))
+	if cf.rt != nil {
+		b.WriteString(g.returnResult(cf.rt))
 	}
 	b.WriteString("}\n\n")
 	g.abi.Write(b.Bytes())
@@ -385,62 +401,54 @@ func (g *gen) guestResource(key string, d *wit.TypeDef) {
 // exportFunc writes the `//go:wasmexport` shim of f, exported as name, which lifts the
 // arguments, runs call (a method call expression without arguments) and lowers the result.
 func (g *gen) exportFunc(name string, f *wit.Func, call string) {
-	ps := params(f)
-	fps := flatParams(ps)
-	spill := len(fps) > maxFlatParams
-	rt := funcResult(f)
-	var fr []core
-	if rt != nil {
-		fr = flat(rt)
-	}
-	retptr := len(fr) > maxFlatResults
+	cf := coreFuncOf(f)
 	shim := "wasmexport" + mangleExport(name)
 
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "//go:wasmexport %s\n", name)
 	var sig string
 	var slots []slot
-	if spill {
+	if cf.spill {
 		sig = "args_ uint32"
 	} else {
-		sig, slots = coreSig(fps, "f")
+		sig, slots = coreSig(cf.fps, "f")
 	}
 	res := ""
 	switch {
-	case retptr:
+	case cf.retptr:
 		res = " uint32"
-	case len(fr) == 1:
-		res = " " + fr[0].goType()
+	case len(cf.fr) == 1:
+		res = " " + cf.fr[0].goType()
 	}
 	fmt.Fprintf(&b, "func %s(%s)%s {\n", shim, sig, res)
 	var args []string
-	if spill {
-		offs, _, _ := offsets(tupleOf(ps))
-		for i, p := range ps {
+	if cf.spill {
+		offs, _, _ := offsets(tupleOf(cf.ps))
+		for i, p := range cf.ps {
 			fmt.Fprintf(&b, "%s := %s\n", p.name, g.memExpr(p.typ, offset("args_", offs[i])))
 		}
 		b.WriteString("cabi.Free(args_)\n")
 	} else {
 		k := 0
-		for _, p := range ps {
+		for _, p := range cf.ps {
 			n := len(flat(p.typ))
 			fmt.Fprintf(&b, "var %s %s\n", p.name, g.goType(p.typ))
 			g.liftFlat(&b, p.typ, p.name, slots[k:k+n])
 			k += n
 		}
 	}
-	for _, p := range ps {
+	for _, p := range cf.ps {
 		if p.name != "self" {
 			args = append(args, p.name)
 		}
 	}
 	call += "(" + strings.Join(args, ", ") + ")"
-	ok, errT, isResult := resultSides(rt)
+	ok, errT, isResult := resultSides(cf.rt)
 	switch {
-	case rt == nil:
+	case cf.rt == nil:
 		fmt.Fprintf(&b, "%s\n", call)
 	case isResult:
-		fmt.Fprintf(&b, "var r_ %s\n", g.goType(rt))
+		fmt.Fprintf(&b, "var r_ %s\n", g.goType(cf.rt))
 		if ok != nil {
 			fmt.Fprintf(&b, "ok_, err_ := %s\n", call)
 		} else {
@@ -460,20 +468,20 @@ func (g *gen) exportFunc(name string, f *wit.Func, call string) {
 		fmt.Fprintf(&b, "r_ := %s\n", call)
 	}
 	switch {
-	case retptr:
-		size, _ := layout(rt)
+	case cf.retptr:
+		size, _ := layout(cf.rt)
 		fmt.Fprintf(&b, "ret_ := cabi.Results(%d)\n", size)
-		if needsMem(rt) || compound(rt) {
+		if needsMem(cf.rt) || compound(cf.rt) {
 			b.WriteString("l_ := new(cabi.Lowering)\n")
 		}
-		fmt.Fprintf(&b, "%sreturn ret_\n", g.lowerMem(rt, "r_", "ret_"))
-	case len(fr) == 1:
-		b.WriteString("var o0_ " + fr[0].goType() + "\n")
-		g.lowerFlat(&b, rt, "r_", []slot{{"o0_", fr[0]}})
+		fmt.Fprintf(&b, "%sreturn ret_\n", g.lowerMem(cf.rt, "r_", "ret_"))
+	case len(cf.fr) == 1:
+		b.WriteString("var o0_ " + cf.fr[0].goType() + "\n")
+		g.lowerFlat(&b, cf.rt, "r_", []slot{{"o0_", cf.fr[0]}})
 		b.WriteString("return o0_\n")
 	}
 	b.WriteString("}\n\n")
-	if retptr {
+	if cf.retptr {
 		fmt.Fprintf(&b, "// %s frees the results of %s once the host has read them.\n//\n//go:wasmexport cabi_post_%s\nfunc %s(uint32) { cabi.ReleaseResults() }\n\n", "wasmexportPost"+mangleExport(name), name, name, "wasmexportPost"+mangleExport(name))
 	}
 	g.abi.Write(b.Bytes())

@@ -128,15 +128,9 @@ func (g *gen) liftFlat(b *bytes.Buffer, t *wit.Type, target string, slots []slot
 			g.liftFlat(b, r.Elem, e, slots[1:])
 			fmt.Fprintf(b, "%s = &%s\n}\n", target, e)
 		case r.Kind == wit.Result:
-			fmt.Fprintf(b, "if %s != 0 {\n%s.IsErr = true\n", disc, target)
-			if r.Err != nil {
-				g.liftFlat(b, r.Err, target+".Err", slots[1:])
-			}
-			if r.Ok != nil {
-				b.WriteString("} else {\n")
-				g.liftFlat(b, r.Ok, target+".Ok", slots[1:])
-			}
-			b.WriteString("}\n")
+			resultBranches(b, r, disc+" != 0", target,
+				func() { fmt.Fprintf(b, "%s.IsErr = true\n", target) },
+				func(t *wit.Type, x string) { g.liftFlat(b, t, x, slots[1:]) })
 		default:
 			fmt.Fprintf(b, "switch %s {\n", disc)
 			for i, c := range cs {
@@ -170,6 +164,21 @@ func (g *gen) liftFlat(b *bytes.Buffer, t *wit.Type, target string, slots []slot
 	}
 }
 
+// resultBranches writes `if cond {` with onErr and the err side of the result r (the Go
+// value x), else the ok side; each writes the statements of one side's payload.
+func resultBranches(b *bytes.Buffer, r *wit.Type, cond, x string, onErr func(), each func(t *wit.Type, x string)) {
+	fmt.Fprintf(b, "if %s {\n", cond)
+	onErr()
+	if r.Err != nil {
+		each(r.Err, x+".Err")
+	}
+	if r.Ok != nil {
+		b.WriteString("} else {\n")
+		each(r.Ok, x+".Ok")
+	}
+	b.WriteString("}\n")
+}
+
 // lowerFlat writes statements that store the Go value v of type t into the core-value
 // variables of slots (which start zeroed). Strings and lists go to the Lowering l_.
 func (g *gen) lowerFlat(b *bytes.Buffer, t *wit.Type, v string, slots []slot) {
@@ -195,16 +204,9 @@ func (g *gen) lowerFlat(b *bytes.Buffer, t *wit.Type, v string, slots []slot) {
 			g.lowerFlat(b, r.Elem, "(*"+v+")", slots[1:])
 			b.WriteString("}\n")
 		case r.Kind == wit.Result:
-			fmt.Fprintf(b, "if %s.IsErr {\n", v)
-			set(0, "1")
-			if r.Err != nil {
-				g.lowerFlat(b, r.Err, v+".Err", slots[1:])
-			}
-			if r.Ok != nil {
-				b.WriteString("} else {\n")
-				g.lowerFlat(b, r.Ok, v+".Ok", slots[1:])
-			}
-			b.WriteString("}\n")
+			resultBranches(b, r, v+".IsErr", v,
+				func() { set(0, "1") },
+				func(t *wit.Type, x string) { g.lowerFlat(b, t, x, slots[1:]) })
 		default:
 			fmt.Fprintf(b, "switch %s.Tag {\n", v)
 			for i, c := range cs {
