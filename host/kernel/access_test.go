@@ -2,6 +2,7 @@ package kernel_test
 
 import (
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,7 +22,11 @@ func home(t *testing.T, api *capnweb.Stub) (*capnweb.Promise, string, *capnweb.P
 }
 
 func TestTokensAreChecked(t *testing.T) {
-	s := startServer(t, filepath.Join(t.TempDir(), "a.db"), func(c *kernel.Config) { c.SessionTTL = 50 * time.Millisecond })
+	var skew atomic.Int64 // how far the kernel's clock is ahead of the real one
+	s := startServer(t, filepath.Join(t.TempDir(), "a.db"), func(c *kernel.Config) {
+		c.SessionTTL = time.Hour
+		c.Now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+	})
 	root := s.dial(t)
 	refused(t, root.Call(ctx, "authenticate", "atl_"+"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"), "UNAUTHORIZED", "unknown or revoked token")
 	refused(t, root.Call(ctx, "authenticate", "not a token"), "UNAUTHORIZED", "malformed token")
@@ -33,11 +38,12 @@ func TestTokensAreChecked(t *testing.T) {
 	refused(t, root.Call(ctx, "signup", "ada", "long enough"), "CONFLICT", "taken")
 	api := root.Call(ctx, "authenticate", tok)
 	await(t, api.Call(ctx, "whoami"))
-	time.Sleep(60 * time.Millisecond) // past SessionTTL
+	skew.Store(int64(2 * time.Hour)) // past SessionTTL
 	refused(t, api.Call(ctx, "whoami"), "UNAUTHORIZED", "expired")
 	refused(t, root.Call(ctx, "authenticate", tok), "UNAUTHORIZED", "expired")
 
 	// logout revokes the token for every session using it.
+	skew.Store(0)
 	tok = await(t, root.Call(ctx, "login", "ada", "long enough")).(string)
 	api = root.Call(ctx, "authenticate", tok)
 	other := s.dial(t).Call(ctx, "authenticate", tok)

@@ -112,7 +112,7 @@ func (k *Kernel) newSession(ctx context.Context, userID string) (string, error) 
 	if err != nil {
 		return "", wrapErr(err, "new session")
 	}
-	now := time.Now().UTC()
+	now := k.cfg.Now().UTC()
 	if err := k.st.PutToken(ctx, store.Token{Hash: hash, UserID: userID, Created: now, Expires: now.Add(k.cfg.SessionTTL)}); err != nil {
 		return "", wrapErr(err, "new session")
 	}

@@ -136,7 +136,7 @@ func (a *Authed) adminOnly(what string) error {
 	if err := a.userOnly(what); err != nil {
 		return err
 	}
-	if a.p.username != AdminName {
+	if !a.p.admin() {
 		return fail(CodeForbidden, "%s: only the server's admin may do this", what)
 	}
 	return nil

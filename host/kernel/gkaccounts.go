@@ -133,13 +133,19 @@ func (a *Authed) ListAccounts(ctx context.Context) ([]AccountInfo, error) {
 	return out, nil
 }
 
+// userAccount returns gatekeeper account id and whether user userID owns it (false too when
+// it cannot be read).
+func (k *Kernel) userAccount(ctx context.Context, userID, id string) (store.GatekeeperAccount, bool) {
+	acct, err := k.st.Account(ctx, id)
+	return acct, err == nil && acct.Owner == userID
+}
+
 // DisconnectAccount removes one of the caller's accounts with its sealed credentials.
 func (a *Authed) DisconnectAccount(ctx context.Context, id string) error {
 	if err := a.userOnly("disconnectAccount"); err != nil {
 		return err
 	}
-	acct, err := a.k.st.Account(ctx, id)
-	if err != nil || acct.Owner != a.p.userID {
+	if _, ok := a.k.userAccount(ctx, a.p.userID, id); !ok {
 		return fail(CodeNotFound, "disconnect account: you have no account %q", id)
 	}
 	if err := a.k.st.DeleteAccount(ctx, id); err != nil && !errors.Is(err, store.ErrNotFound) {

@@ -185,8 +185,7 @@ func (w *Workspace) BindGatekeeper(ctx context.Context, gadget, name, accountID 
 	if w.p.agent != nil {
 		return fail(CodeForbidden, "bindGatekeeper: agents may not bind accounts")
 	}
-	acct, err := w.k.st.Account(ctx, accountID)
-	if err != nil || acct.Owner != w.p.userID {
+	if _, ok := w.k.userAccount(ctx, w.p.userID, accountID); !ok {
 		return fail(CodeNotFound, "bindGatekeeper: you have no account %q", accountID)
 	}
 	return w.enter(ctx, store.RoleBuild, "bindGatekeeper", func(ov *overseer) error {

@@ -46,7 +46,7 @@ func (b *gatekeeperBinding) Call(ctx context.Context, method string, args []any)
 	defer cancel()
 	var res any
 	err := b.w.enter(ctx, store.RoleUse, "call", func(ov *overseer) error {
-		if err := b.w.p.checkAccount(ctx, b.w.id, b.name, b.account.ID); err != nil {
+		if _, err := b.w.p.checkAccount(ctx, b.w.id, b.name, b.account.ID); err != nil {
 			return err
 		}
 		l, err := b.session(ctx, ov)
@@ -120,18 +120,18 @@ func (b *gatekeeperBinding) declare(ctx context.Context) (string, error) {
 	return fmt.Sprintf("%s%s\ndeclare const %s: %s;\n", header, types, b.name, s.Type), nil
 }
 
-// checkAccount refuses a gatekeeper binding name -> account that p may no longer use: the
-// account was disconnected or is not p's owner's, or (for an agent) its scope does not bind
-// it under name in workspace ws.
-func (p *principal) checkAccount(ctx context.Context, ws store.WorkspaceID, name, account string) error {
+// checkAccount returns account, bound under name, if p may still use it in workspace ws:
+// it refuses an account that was disconnected or is not p's owner's, or (for an agent) that
+// its scope does not bind under name in ws.
+func (p *principal) checkAccount(ctx context.Context, ws store.WorkspaceID, name, account string) (store.GatekeeperAccount, error) {
 	if p.agent != nil && p.agent.Scope.Workspaces[ws].Gatekeepers[name] != account {
-		return fail(CodeForbidden, "agent %s may not use gatekeeper binding %q (outside its scope)", p.agent.Name, name)
+		return store.GatekeeperAccount{}, fail(CodeForbidden, "agent %s may not use gatekeeper binding %q (outside its scope)", p.agent.Name, name)
 	}
-	acct, err := p.k.st.Account(ctx, account)
-	if err != nil || acct.Owner != p.userID {
-		return fail(CodeFailedPrecondition, "binding %q: its gatekeeper account was disconnected", name)
+	acct, ok := p.k.userAccount(ctx, p.userID, account)
+	if !ok {
+		return store.GatekeeperAccount{}, fail(CodeFailedPrecondition, "binding %q: its gatekeeper account was disconnected", name)
 	}
-	return nil
+	return acct, nil
 }
 
 // gatekeeperBindings resolves the gatekeeper bindings of a snippet (name -> account id) to
@@ -139,10 +139,11 @@ func (p *principal) checkAccount(ctx context.Context, ws store.WorkspaceID, name
 func (w *Workspace) gatekeeperBindings(ctx context.Context, want map[string]string, log *callLog) (map[string]*gatekeeperBinding, error) {
 	out := make(map[string]*gatekeeperBinding, len(want))
 	for name, id := range want {
-		if err := w.p.checkAccount(ctx, w.id, name, id); err != nil {
+		acct, err := w.p.checkAccount(ctx, w.id, name, id)
+		if err != nil {
 			return nil, err
 		}
-		acct, gk, err := w.k.bindableAccount(ctx, w.p.userID, name, id)
+		gk, err := w.k.sessionGatekeeper(ctx, name, acct)
 		if err != nil {
 			return nil, err
 		}
@@ -152,7 +153,8 @@ func (w *Workspace) gatekeeperBindings(ctx context.Context, want map[string]stri
 }
 
 // validGatekeeperBindings checks the gatekeeper bindings a user names (for an agent's scope or
-// one snippet): their number, names and accounts.
+// one snippet): their number, names and accounts, which must be the user's and have a
+// gatekeeper that declares a session API.
 func (k *Kernel) validGatekeeperBindings(ctx context.Context, userID string, bindings map[string]string) error {
 	if len(bindings) > maxCodeGatekeepers {
 		return fail(CodeInvalidArgument, "%d gatekeeper bindings: at most %d", len(bindings), maxCodeGatekeepers)
@@ -161,28 +163,28 @@ func (k *Kernel) validGatekeeperBindings(ctx context.Context, userID string, bin
 		if err := validName("binding", name); err != nil {
 			return err
 		}
-		if _, _, err := k.bindableAccount(ctx, userID, name, id); err != nil {
+		acct, ok := k.userAccount(ctx, userID, id)
+		if !ok {
+			return fail(CodeNotFound, "gatekeeper binding %q: you have no account %q (see listAccounts)", name, id)
+		}
+		if _, err := k.sessionGatekeeper(ctx, name, acct); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// bindableAccount returns account id of user userID and its gatekeeper, which must declare a
-// session API; name is the binding, for errors.
-func (k *Kernel) bindableAccount(ctx context.Context, userID, name, id string) (store.GatekeeperAccount, *gatekeeper.Gatekeeper, error) {
-	acct, err := k.st.Account(ctx, id)
-	if err != nil || acct.Owner != userID {
-		return store.GatekeeperAccount{}, nil, fail(CodeNotFound, "gatekeeper binding %q: you have no account %q (see listAccounts)", name, id)
-	}
+// sessionGatekeeper returns the gatekeeper of acct, bound under name, which must declare a
+// session API.
+func (k *Kernel) sessionGatekeeper(ctx context.Context, name string, acct store.GatekeeperAccount) (*gatekeeper.Gatekeeper, error) {
 	gk, err := k.gatekeeper(ctx, acct.Gatekeeper)
 	if err != nil {
-		return store.GatekeeperAccount{}, nil, wrapErr(err, "gatekeeper binding %q", name)
+		return nil, wrapErr(err, "gatekeeper binding %q", name)
 	}
 	if gk.Package.Manifest.Session == nil {
-		return store.GatekeeperAccount{}, nil, fail(CodeFailedPrecondition, "gatekeeper binding %q: gatekeeper %s declares no session API for Code Mode (its manifest has no \"session\"); bind it to a gadget instead", name, gk.Package.Manifest.Name)
+		return nil, fail(CodeFailedPrecondition, "gatekeeper binding %q: gatekeeper %s declares no session API for Code Mode (its manifest has no \"session\"); bind it to a gadget instead", name, gk.Package.Manifest.Name)
 	}
-	return acct, gk, nil
+	return gk, nil
 }
 
 // maxCodeGatekeepers bounds the gatekeeper bindings of one scope entry or snippet.

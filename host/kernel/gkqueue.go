@@ -474,8 +474,8 @@ func (w *Workspace) decide(ctx context.Context, what string, id uint64, fn func(
 		if err != nil {
 			return wrapErr(err, "%s", what)
 		}
-		acct, err := w.k.st.Account(ctx, account)
-		if account == "" || err != nil || acct.Owner != w.p.userID {
+		acct, ok := w.k.userAccount(ctx, w.p.userID, account)
+		if account == "" || !ok {
 			return fail(CodeNotFound, "%s: no action %d of yours is in this workspace", what, id)
 		}
 		err = fn(ov, auditEntry(w.p, "gatekeeper."+what, acct.Resource, fmt.Sprintf("#%d", id)))

@@ -78,7 +78,7 @@ type Config struct {
 	// GadgetQuota bounds each gadget's stored bytes (keys plus values, 64 MiB); a write past
 	// it fails with kv's quota-exceeded.
 	GadgetQuota int64
-	// Now is the clock of the login rate limits (time.Now).
+	// Now is the clock of the login rate limits and of token expiry (time.Now).
 	Now func() time.Time
 	// GatekeeperRuntime runs gatekeeper components: it must provide gatekeeper.Interfaces,
 	// kv and log. Nil refuses packages of the component format.
@@ -161,9 +161,8 @@ type Kernel struct {
 // New returns a kernel over cfg's runtime and store.
 func New(cfg Config) *Kernel {
 	cfg = cfg.withDefaults()
-	k := &Kernel{cfg: cfg, log: cfg.Logger, st: cfg.Store, hub: newHub(cfg.Logger), guards: newGuards(cfg.Now), overseers: map[store.WorkspaceID]*overseer{}, gks: gatekeepers{gks: map[string]*gatekeeper.Gatekeeper{}}}
+	k := &Kernel{cfg: cfg, log: cfg.Logger, st: cfg.Store, hub: newHub(cfg.Logger), guards: newGuards(cfg.Now), overseers: map[store.WorkspaceID]*overseer{}, gks: gatekeepers{gks: map[string]*gatekeeper.Gatekeeper{}}, metrics: newCallMetrics()}
 	k.code = newCodeCache(k)
-	k.metrics = newCallMetrics()
 	k.startScheduler()
 	return k
 }

@@ -143,7 +143,7 @@ func (k *Kernel) AuthorizeMetrics(ctx context.Context, token, remoteAddr string)
 	if err != nil {
 		return err
 	}
-	if p.agent != nil || p.username != AdminName {
+	if !p.admin() {
 		return fail(CodeUnauthorized, "the metrics are for the server's operator: use the token of the user %s", AdminName)
 	}
 	return nil

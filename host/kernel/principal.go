@@ -41,7 +41,7 @@ func (k *Kernel) authenticate(ctx context.Context, token string) (*principal, er
 	if !auth.Equal(t.Hash, hash) {
 		return nil, fail(CodeUnauthorized, "authenticate: unknown token")
 	}
-	if !t.Expires.IsZero() && time.Now().After(t.Expires) {
+	if !t.Expires.IsZero() && k.cfg.Now().After(t.Expires) {
 		return nil, fail(CodeUnauthorized, "authenticate: the token expired; log in again")
 	}
 	u, err := k.st.User(ctx, t.UserID)
@@ -77,7 +77,7 @@ func (p *principal) check() error {
 	if p.revoked.Load() {
 		return fail(CodeUnauthorized, "this session's token was revoked; log in again")
 	}
-	if !p.expires.IsZero() && time.Now().After(p.expires) {
+	if !p.expires.IsZero() && p.k.cfg.Now().After(p.expires) {
 		return fail(CodeUnauthorized, "this session's token expired; log in again")
 	}
 	return nil
@@ -90,6 +90,9 @@ func (p *principal) name() string {
 	}
 	return p.username
 }
+
+// admin reports whether p is the user admin, the server's operator (not one of its agents).
+func (p *principal) admin() bool { return p.agent == nil && p.username == AdminName }
 
 // roleIn returns the principal's role in workspace w, or an error: FORBIDDEN without access.
 func (p *principal) roleIn(w store.Workspace) (store.Role, error) {

@@ -180,7 +180,6 @@ func putJSON(b *bolt.Bucket, key []byte, v any) error {
 	return b.Put(key, data)
 }
 
-// forEachJSON decodes every value of b into a new T and calls fn.
 // listJSON returns every record of the workspace's sub-bucket sub, in key order (none when the
 // bucket was never written); what names the records in errors.
 func listJSON[T any](w *boltWS, sub []byte, what string) ([]T, error) {
@@ -201,6 +200,7 @@ func listJSON[T any](w *boltWS, sub []byte, what string) ([]T, error) {
 	return out, nil
 }
 
+// forEachJSON decodes every value of b into a new T and calls fn.
 func forEachJSON[T any](b *bolt.Bucket, fn func(T) error) error {
 	return b.ForEach(func(k, v []byte) error {
 		var x T
