@@ -60,7 +60,7 @@ type Instance struct {
 	funcs   map[string]*boundFunc // by the name callers use
 	last    *boundFunc            // the function of the latest call
 	states  map[string]any
-	res     *resourceTable // host-defined resources
+	res     resourceTable // host-defined resources
 	outputs []*lineWriter
 	retired error
 	closed  bool
@@ -92,7 +92,7 @@ func (rt *Runtime) Instantiate(ctx context.Context, comp *Component, cfg Instanc
 		return nil, fmt.Errorf("instantiate %s: %w", cfg.Name, err)
 	}
 	cfg.Limits = cfg.Limits.withDefaults()
-	in := &Instance{rt: rt, comp: comp, cfg: cfg, funcs: make(map[string]*boundFunc), states: make(map[string]any), res: &resourceTable{}}
+	in := &Instance{rt: rt, comp: comp, cfg: cfg, funcs: make(map[string]*boundFunc), states: make(map[string]any)}
 	stdout, stderr := &lineWriter{inst: in, stream: "stdout"}, &lineWriter{inst: in, stream: "stderr"}
 	in.outputs = []*lineWriter{stdout, stderr}
 	in.store, err = capi.NewStore(rt.eng, capi.StoreConfig{

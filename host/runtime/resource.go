@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync/atomic"
 
@@ -112,11 +113,7 @@ func (rt *Runtime) checkResources(imports []wit.Item) error {
 // the instance that dropped them.
 func (rt *Runtime) capiResources(iface string) []capi.HostResource {
 	types := rt.resources[iface]
-	names := make([]string, 0, len(types))
-	for name := range types {
-		names = append(names, name)
-	}
-	slices.Sort(names)
+	names := slices.Sorted(maps.Keys(types))
 	out := make([]capi.HostResource, len(names))
 	for i, name := range names {
 		typ := types[name]
@@ -149,7 +146,7 @@ type liveResource struct {
 // name the interface does not define and once the instance is ending.
 func (c *HostCall) NewResource(name string, value any) (Resource, error) {
 	typ := c.inst.rt.resources[c.iface][name]
-	tab := c.inst.res
+	tab := &c.inst.res
 	switch {
 	case typ == nil:
 		return Resource{}, fmt.Errorf("new resource: interface %s defines no resource %q", c.iface, name)
@@ -178,7 +175,6 @@ func (c *HostCall) DropResource(r Resource) error {
 	if lr.guest {
 		return fmt.Errorf("drop resource %s %d: the guest owns it: %w", r.Type, r.Rep, ErrUnknownHandle)
 	}
-	delete(c.inst.res.live, r.Rep)
 	return c.inst.dropResource(c.inst.ctx(), lr, r.Rep)
 }
 
@@ -201,15 +197,15 @@ func (in *Instance) guestDropped(typ *resourceType, rep uint32) error {
 	if !ok || lr.typ != typ || !lr.guest {
 		return in.hostFailed(fmt.Errorf("drop resource %s %d: not held by the guest", typ.def.Name, rep))
 	}
-	delete(in.res.live, rep)
 	if err := in.dropResource(in.ctx(), lr, rep); err != nil {
 		return in.hostFailed(err)
 	}
 	return nil
 }
 
-// dropResource runs the Drop of a resource that has just left the table.
+// dropResource takes the live resource lr (number rep) out of the table and runs its Drop.
 func (in *Instance) dropResource(ctx context.Context, lr *liveResource, rep uint32) (err error) {
+	delete(in.res.live, rep)
 	drop := lr.typ.def.Drop
 	if drop == nil {
 		return nil
@@ -220,7 +216,7 @@ func (in *Instance) dropResource(ctx context.Context, lr *liveResource, rep uint
 		}
 	}()
 	call := &HostCall{inst: in, state: in.states[lr.typ.iface], iface: lr.typ.iface}
-	if err := drop(ctx, call, Resource{Type: lr.typ.def.Name, Rep: rep, Own: true, Value: lr.value, table: in.res}); err != nil {
+	if err := drop(ctx, call, Resource{Type: lr.typ.def.Name, Rep: rep, Own: true, Value: lr.value, table: &in.res}); err != nil {
 		return fmt.Errorf("drop resource %s %d: %w", lr.typ.def.Name, rep, err)
 	}
 	return nil
@@ -229,16 +225,13 @@ func (in *Instance) dropResource(ctx context.Context, lr *liveResource, rep uint
 // endResources drops every resource still live when the instance ends, in the order they were
 // made. Errors are logged: the resources are gone either way.
 func (in *Instance) endResources() {
-	tab := in.res
+	tab := &in.res
 	tab.ended = true
-	reps := make([]uint32, 0, len(tab.live))
-	for rep := range tab.live {
-		reps = append(reps, rep)
-	}
-	slices.Sort(reps)
-	for _, rep := range reps {
-		lr := tab.live[rep]
-		delete(tab.live, rep)
+	for _, rep := range slices.Sorted(maps.Keys(tab.live)) {
+		lr, ok := tab.live[rep]
+		if !ok {
+			continue // an earlier Drop ended it (HostCall.DropResource)
+		}
 		if err := in.dropResource(context.Background(), lr, rep); err != nil {
 			in.rt.log.Warn("host resource drop at instance end failed", "instance", in.cfg.Name, "err", err)
 		}
@@ -269,7 +262,7 @@ func (h hostValues) LiftResource(t *wit.Type, w uint64) (any, error) {
 	case t.Kind == wit.Own:
 		lr.guest = false // the host holds it now
 	}
-	return Resource{Type: lr.typ.def.Name, Rep: rep, Own: t.Kind == wit.Own, Value: lr.value, table: h.in.res}, nil
+	return Resource{Type: lr.typ.def.Name, Rep: rep, Own: t.Kind == wit.Own, Value: lr.value, table: &h.in.res}, nil
 }
 
 // LowerResource turns a Resource a host function returns into the word of an own<R>, which

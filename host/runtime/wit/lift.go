@@ -36,7 +36,7 @@ func (cv Converter) LiftArg(t *Type, f *Flat, i int) (any, error) {
 // LiftReturn is the package's LiftReturn with cv's resource values.
 func (cv Converter) LiftReturn(t *Type, f *Flat) (v any, isErr bool, err error) {
 	if t.Kind != Result {
-		v, err = Lift(t, f, "result")
+		v, err = cv.Lift(t, f, "result")
 		return v, false, err
 	}
 	key, side, err := liftSide(t, f)

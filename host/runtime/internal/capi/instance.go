@@ -65,12 +65,8 @@ func (f Func) call(ft *wit.FuncType, cargs, cres []C.wasmtime_component_val_t, a
 	if err := C.atl_func_call(s.mem, &f.f, s.ctx, pa, C.size_t(len(cargs)), pr, C.size_t(len(cres))); err != nil {
 		return takeError(err)
 	}
-	var lerr error
-	if len(cres) > 0 {
-		lerr = s.lift(ft.Result, &cres[0], res, false)
+	if len(cres) > 0 { // post-return has run: the result is the C API's copy
+		return s.lift(ft.Result, &cres[0], res, false)
 	}
-	if err := takeError(C.atl_func_post_return(s.mem, &f.f, s.ctx)); err != nil {
-		return err
-	}
-	return lerr
+	return nil
 }

@@ -351,15 +351,8 @@ wasmtime_error_t *atl_func_call(atl_memcap_t *mem, const wasmtime_component_func
   atl_memcap_t *prev = atl_current;
   atl_current = mem;
   wasmtime_error_t *err = wasmtime_component_func_call(f, ctx, args, nargs, res, nres);
-  atl_current = prev;
-  return err;
-}
-
-wasmtime_error_t *atl_func_post_return(atl_memcap_t *mem, const wasmtime_component_func_t *f,
-                                       wasmtime_context_t *ctx) {
-  atl_memcap_t *prev = atl_current;
-  atl_current = mem;
-  wasmtime_error_t *err = wasmtime_component_func_post_return(f, ctx);
+  if (err == NULL)
+    err = wasmtime_component_func_post_return(f, ctx);
   atl_current = prev;
   return err;
 }

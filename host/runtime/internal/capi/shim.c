@@ -110,3 +110,24 @@ void atl_valrecord_new(wasmtime_component_valrecord_t *rec, size_t n, const wasm
     wasm_byte_vec_new(&e->name, names[i].size, names[i].data);
   }
 }
+
+wasmtime_error_t *atl_resource_host_parts(wasmtime_context_t *ctx,
+                                          const wasmtime_component_resource_any_t *r,
+                                          uint32_t *type, uint32_t *rep) {
+  wasmtime_component_resource_host_t *hr = NULL;
+  wasmtime_error_t *err = wasmtime_component_resource_any_to_host(ctx, r, &hr);
+  if (err != NULL)
+    return err;
+  *type = wasmtime_component_resource_host_type(hr);
+  *rep = wasmtime_component_resource_host_rep(hr);
+  wasmtime_component_resource_host_delete(hr);
+  return NULL;
+}
+
+wasmtime_error_t *atl_resource_host_new(wasmtime_context_t *ctx, bool owned, uint32_t type,
+                                        uint32_t rep, wasmtime_component_resource_any_t **out) {
+  wasmtime_component_resource_host_t *hr = wasmtime_component_resource_host_new(owned, rep, type);
+  wasmtime_error_t *err = wasmtime_component_resource_host_to_any(ctx, hr, out);
+  wasmtime_component_resource_host_delete(hr);
+  return err;
+}

@@ -40,6 +40,16 @@ size_t atl_vals_to_bytes(const wasmtime_component_val_t *in, size_t n, uint8_t *
 // each value the zero value (bool false, which Wasmtime can always delete).
 void atl_valrecord_new(wasmtime_component_valrecord_t *rec, size_t n, const wasm_name_t *names);
 
+// Host-defined resources, one crossing each way. Reads the host type and representation of r,
+// which must be a host resource.
+wasmtime_error_t *atl_resource_host_parts(wasmtime_context_t *ctx,
+                                          const wasmtime_component_resource_any_t *r,
+                                          uint32_t *type, uint32_t *rep);
+// Sets *out to a new resource value (own or borrow by `owned`) of the host resource rep of
+// host type `type`, for the store of ctx.
+wasmtime_error_t *atl_resource_host_new(wasmtime_context_t *ctx, bool owned, uint32_t type,
+                                        uint32_t rep, wasmtime_component_resource_any_t **out);
+
 // memory.c: Atelier's memory creator.
 
 // The memory cap of one store, shared by the store and each of its memories (refs counts them).
@@ -66,15 +76,14 @@ wasmtime_store_t *atl_store_new(wasm_engine_t *engine, uintptr_t handle, int cap
 void atl_store_delete(wasmtime_store_t *store, atl_memcap_t *mem);
 
 // The Wasmtime entry points that may create memories, with `mem` (may be NULL) as the cap of
-// the memories they create.
+// the memories they create. atl_func_call also runs post-return when the call succeeded (the
+// results are copies, so they outlive it): one crossing per call instead of two.
 wasmtime_error_t *atl_instantiate(atl_memcap_t *mem, const wasmtime_component_linker_t *linker,
                                   wasmtime_context_t *ctx, const wasmtime_component_t *comp,
                                   wasmtime_component_instance_t *out);
 wasmtime_error_t *atl_func_call(atl_memcap_t *mem, const wasmtime_component_func_t *f,
                                 wasmtime_context_t *ctx, const wasmtime_component_val_t *args,
                                 size_t nargs, wasmtime_component_val_t *res, size_t nres);
-wasmtime_error_t *atl_func_post_return(atl_memcap_t *mem, const wasmtime_component_func_t *f,
-                                       wasmtime_context_t *ctx);
 wasmtime_error_t *atl_resource_drop(atl_memcap_t *mem, wasmtime_context_t *ctx,
                                     const wasmtime_component_resource_any_t *r);
 

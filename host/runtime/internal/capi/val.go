@@ -223,12 +223,11 @@ func (s *Store) lift(t *wit.Type, c *C.wasmtime_component_val_t, f *wit.Flat, ho
 			f.PutWord(uint64(s.addResource(C.wasmtime_component_resource_any_clone(r))))
 			return nil
 		}
-		var hr *C.wasmtime_component_resource_host_t
-		if err := takeError(C.wasmtime_component_resource_any_to_host(s.ctx, r, &hr)); err != nil {
+		var ty, rep C.uint32_t
+		if err := takeError(C.atl_resource_host_parts(s.ctx, r, &ty, &rep)); err != nil {
 			return fmt.Errorf("capi: %s is not a host resource: %w", t, err)
 		}
-		f.PutWord(HostResourceWord(uint32(C.wasmtime_component_resource_host_type(hr)), uint32(C.wasmtime_component_resource_host_rep(hr))))
-		C.wasmtime_component_resource_host_delete(hr)
+		f.PutWord(HostResourceWord(uint32(ty), uint32(rep)))
 	default:
 		return fmt.Errorf("capi: values of type %s are not supported", t)
 	}
@@ -344,7 +343,7 @@ func (s *Store) lower(t *wit.Type, f *wit.Flat, c *C.wasmtime_component_val_t, h
 		if host {
 			C.wasmtime_component_valflags_new_uninit(fv, C.size_t(n))
 			names = unsafe.Slice(fv.data, n)
-		} else if n > 0 {
+		} else {
 			names = unsafe.Slice((*C.wasm_name_t)(s.lendVec(unsafe.Pointer(fv), n, unsafe.Sizeof(C.wasm_name_t{}))), n)
 		}
 		c.kind = cKind(t.Kind)
@@ -529,10 +528,8 @@ func SplitHostResourceWord(w uint64) (ty, rep uint32) { return uint32(w >> 32), 
 // own<R> or borrow<R> (by t) for the store.
 func (s *Store) hostResource(t *wit.Type, w uint64) (*C.wasmtime_component_resource_any_t, error) {
 	ty, rep := SplitHostResourceWord(w)
-	hr := C.wasmtime_component_resource_host_new(C.bool(t.Kind == wit.Own), C.uint32_t(rep), C.uint32_t(ty))
-	defer C.wasmtime_component_resource_host_delete(hr)
 	var r *C.wasmtime_component_resource_any_t
-	if err := takeError(C.wasmtime_component_resource_host_to_any(s.ctx, hr, &r)); err != nil {
+	if err := takeError(C.atl_resource_host_new(s.ctx, C.bool(t.Kind == wit.Own), C.uint32_t(ty), C.uint32_t(rep), &r)); err != nil {
 		return nil, fmt.Errorf("capi: %s: %w", t, err)
 	}
 	return r, nil

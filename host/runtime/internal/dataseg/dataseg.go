@@ -24,6 +24,9 @@ import "sort"
 // much as Wasmtime's work for one more segment.
 const MaxGap = 256
 
+// zeros fills the gaps of merged segments.
+var zeros [MaxGap]byte
+
 // Merge returns the component (or core module) bin with the data segments of its core
 // modules merged, or bin itself when nothing changes or the binary is not understood.
 func Merge(bin []byte) []byte {
@@ -241,7 +244,7 @@ func mergeSegments(segs []segment) []segment {
 			if data == nil {
 				data = append(data, run.data...)
 			}
-			data = append(data, make([]byte, uint64(next.off)-end)...)
+			data = append(data, zeros[:uint64(next.off)-end]...)
 			data = append(data, next.data...)
 			end = next.end()
 		}
