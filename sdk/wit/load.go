@@ -193,11 +193,18 @@ func unitPackage(u unit) (*Package, Pos, ErrorList) {
 	if named == nil {
 		for _, part := range parts {
 			if len(part.ifaces)+len(part.worlds)+len(part.scope.uses) > 0 {
-				first := Pos{File: u.path}
-				if len(part.ifaces) > 0 {
+				var first Pos
+				switch {
+				case len(part.ifaces) > 0:
 					first = part.ifaces[0].Pos
-				} else if len(part.worlds) > 0 {
+				case len(part.worlds) > 0:
 					first = part.worlds[0].Pos
+				default: // only top-level uses: the first of them
+					for _, at := range part.scope.pos {
+						if first.Line == 0 || at.Line < first.Line || at.Line == first.Line && at.Column < first.Column {
+							first = at
+						}
+					}
 				}
 				return nil, Pos{}, append(errs, errorf(first, "no package declaration in %s: start one of its files with `package namespace:name;`", u.path))
 			}
