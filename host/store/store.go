@@ -43,6 +43,9 @@ var (
 	ErrFenced = errors.New("workspace lease lost (fenced by a newer epoch)")
 	// ErrTooLarge: a key or value exceeds MaxKey or MaxValue.
 	ErrTooLarge = errors.New("too large")
+	// ErrOwnedElsewhere: another node holds the workspace's lease (cluster mode); the error is
+	// an *OwnerError that names it.
+	ErrOwnedElsewhere = errors.New("workspace is run by another node")
 	// ErrChainBroken: an earlier commit of the same CommitChain failed, so this one (which may
 	// depend on it) was refused without writing anything. The error wraps the earlier failure.
 	ErrChainBroken = errors.New("an earlier commit of this chain failed")
@@ -57,6 +60,19 @@ type (
 	// NodeID names the process that holds a workspace's lease.
 	NodeID string
 )
+
+// OwnerError is returned by Placement.Acquire when another node holds the lease.
+type OwnerError struct {
+	Workspace WorkspaceID
+	Node      NodeID
+}
+
+func (e *OwnerError) Error() string {
+	return fmt.Sprintf("workspace %s is run by node %s", e.Workspace, e.Node)
+}
+
+// Is makes errors.Is(err, ErrOwnedElsewhere) hold.
+func (e *OwnerError) Is(target error) bool { return target == ErrOwnedElsewhere }
 
 // NewID returns a fresh random identifier with the given prefix ("ws", "g", ...).
 func NewID(prefix string) string {

@@ -1,0 +1,117 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+)
+
+// freePorts returns n loopback ports that were free a moment ago.
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		defer l.Close()
+	}
+	return ports
+}
+
+// testNodes starts n nodes in this process, routed to each other when n > 1 (Replicas n), and
+// closes them when the test ends.
+func testNodes(t *testing.T, n int, tweak func(*Config)) []*Node {
+	t.Helper()
+	ports := freePorts(t, n)
+	cfgs := make([]Config, n)
+	for i := range n {
+		cfgs[i] = Config{Name: fmt.Sprintf("n%d", i+1), Dir: t.TempDir(), Replicas: n, LeaseTTL: 2 * time.Second}
+		if n > 1 {
+			cfgs[i].Listen = fmt.Sprintf("127.0.0.1:%d", ports[i])
+			cfgs[i].Secret = "test-secret"
+			for j := range n {
+				if j != i {
+					cfgs[i].Routes = append(cfgs[i].Routes, fmt.Sprintf("127.0.0.1:%d", ports[j]))
+				}
+			}
+		}
+		if tweak != nil {
+			tweak(&cfgs[i])
+		}
+	}
+	nodes := make([]*Node, n)
+	errs := make(chan error, n)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for i := range n {
+		go func() {
+			var err error
+			nodes[i], err = Start(ctx, cfgs[i])
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, nd := range nodes {
+			if nd != nil {
+				nd.Close()
+			}
+		}
+	})
+	return nodes
+}
+
+func TestNodesFormACluster(t *testing.T) {
+	nodes := testNodes(t, 3, nil)
+	for _, nd := range nodes {
+		if p := nd.Peers(); len(p) != 2 {
+			t.Errorf("node %s has peers %v, want 2", nd.Name(), p)
+		}
+	}
+}
+
+func TestSingleNodeNeedsNoRoutes(t *testing.T) {
+	nodes := testNodes(t, 1, nil)
+	if _, err := nodes[0].JetStream().AccountInfo(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAClusterNeedsASecret(t *testing.T) {
+	_, err := Start(context.Background(), Config{Name: "x", Dir: t.TempDir(), Listen: "127.0.0.1:0"})
+	if err == nil {
+		t.Fatal("a routed node started without a secret")
+	}
+}
+
+func TestANodeWithAnotherSecretCannotJoin(t *testing.T) {
+	nodes := testNodes(t, 3, nil)
+	port := freePorts(t, 1)[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	var routes []string
+	for _, nd := range nodes {
+		routes = append(routes, nd.Config().Listen)
+	}
+	intruder, err := Start(ctx, Config{Name: "intruder", Dir: t.TempDir(), Listen: fmt.Sprintf("127.0.0.1:%d", port), Secret: "wrong", Routes: routes})
+	if err == nil {
+		defer intruder.Close()
+		if p := intruder.Peers(); len(p) > 0 {
+			t.Fatalf("a node with the wrong secret joined %v", p)
+		}
+	}
+	for _, nd := range nodes {
+		if p := nd.Peers(); len(p) != 2 {
+			t.Errorf("node %s has peers %v after the intruder, want 2", nd.Name(), p)
+		}
+	}
+}
