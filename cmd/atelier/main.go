@@ -32,7 +32,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		serveCommand(), loginCommand(), logoutCommand(), workspaceCommand(), gadgetCommand(),
-		gatekeeperCommand(), execCommand(), inspectCommand(), newCommand(), buildCommand(), bindgenCommand(), versionCommand(),
+		gatekeeperCommand(), clusterCommand(), execCommand(), inspectCommand(), newCommand(), buildCommand(), bindgenCommand(), versionCommand(),
 	}
 }
 

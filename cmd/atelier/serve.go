@@ -1,10 +1,10 @@
 package main
 
 import (
-	"atelier/host/capability/outboundhttp"
-	"atelier/host/gatekeeper"
-	"atelier/host/gatekeeper/extism"
+	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,8 +13,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"atelier/capnweb"
+	"atelier/host/capability/outboundhttp"
+	"atelier/host/cluster"
+	"atelier/host/gatekeeper"
+	"atelier/host/gatekeeper/extism"
 	"atelier/host/gateway"
 	"atelier/host/kernel"
 	"atelier/host/runtime"
@@ -33,8 +39,15 @@ first start with a data file it prints a token for the user "admin" (keep it: it
 once; admin has no password until changePassword("", new)). Stop it with Ctrl-C; calls in
 flight finish first.
 
-Example:
-  atelier serve --addr 127.0.0.1:8787 --data ./atelier.db`,
+With --cluster the server is one node of a cluster (docs/cluster.md): it embeds a NATS server
+with JetStream, routes to the other nodes, and keeps its state replicated in the cluster (its
+files go to DATA.cluster/; every node needs a copy of the same --cluster-secret-file and
+--vault-key).
+
+Examples:
+  atelier serve --addr 127.0.0.1:8787 --data ./atelier.db
+  atelier serve --cluster --node n1 --addr :8787 --cluster-addr 10.0.0.1:6222 \
+    --routes 10.0.0.2:6222,10.0.0.3:6222 --cluster-secret-file secret --data ./n1.db`,
 		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
 			var o serveOptions
 			fs.StringVar(&o.addr, "addr", "127.0.0.1:8787", "address to listen on")
@@ -48,6 +61,29 @@ Example:
 			fs.BoolVar(&o.metricsPublic, "metrics-public", false, "serve /metrics to anyone (default: only with the admin user's token)")
 			fs.Uint64Var(&o.retention.Audit, "keep-audit", store.DefaultAuditRetention, "audit lines kept per workspace (older ones are deleted)")
 			fs.Uint64Var(&o.retention.Actions, "keep-actions", store.DefaultActionsRetention, "gatekeeper action-log entries kept per workspace, besides pending actions")
+			fs.StringVar(&o.vaultKey, "vault-key", "", "the key file that seals gatekeeper credentials (default: DATA.key; every node of a cluster needs a copy of the same one)")
+			fs.BoolVar(&o.cluster.on, "cluster", false, "run as one node of a cluster (the flags below)")
+			fs.StringVar(&o.cluster.cfg.Name, "node", "", "cluster: this node's unique, stable name")
+			fs.StringVar(&o.cluster.cfg.Listen, "cluster-addr", "", "cluster: HOST:PORT the other nodes route to (empty: a cluster of this node alone)")
+			fs.Func("routes", "cluster: comma-separated HOST:PORT of the other nodes' --cluster-addr", func(v string) error {
+				o.cluster.cfg.Routes = strings.Split(v, ",")
+				return nil
+			})
+			fs.StringVar(&o.cluster.secretFile, "cluster-secret-file", "", "cluster: file holding the secret every node shares (created with a random secret if missing)")
+			fs.IntVar(&o.cluster.cfg.Replicas, "replicas", 3, "cluster: nodes holding a copy of the state")
+			fs.Func("sync", "cluster: when JetStream fsyncs: \"always\" (survives losing every node's power at once, about 2x write latency) or \"interval\" (every 2 minutes; survives losing a minority of nodes)", func(v string) error {
+				switch v {
+				case "always":
+					o.cluster.cfg.SyncAlways = true
+				case "interval":
+					o.cluster.cfg.SyncAlways = false
+				default:
+					return errors.New(`want "always" or "interval"`)
+				}
+				return nil
+			})
+			fs.DurationVar(&o.cluster.cfg.LeaseTTL, "lease-ttl", 10*time.Second, "cluster: how long a dead node's workspaces wait before another node takes them")
+			fs.StringVar(&o.cluster.cfg.ClientListen, "nats-addr", "", "cluster: also serve NATS clients (the nats CLI) on HOST:PORT, user \"atelier\" with the secret as password")
 			return func(ctx context.Context, args []string) error {
 				if len(args) != 0 {
 					return usageError{"serve takes no arguments"}
@@ -60,10 +96,18 @@ Example:
 
 type serveOptions struct {
 	addr, data, cacheDir      string
+	vaultKey                  string
 	limits                    runtime.Limits
 	gadgetIdle, workspaceIdle time.Duration
 	noSignup, metricsPublic   bool
 	retention                 store.Retention
+	cluster                   clusterOptions
+}
+
+type clusterOptions struct {
+	on         bool
+	cfg        cluster.Config
+	secretFile string
 }
 
 // defaultDataFile is atelier.db in the user's data directory ($XDG_DATA_HOME/atelier or
@@ -83,12 +127,14 @@ func defaultDataFile() string {
 func serve(ctx context.Context, o serveOptions) error {
 	std := stdio(ctx)
 	logger := slog.New(slog.NewTextHandler(std.err, nil))
-	db, err := store.Open(o.data)
+	db, member, err := openStore(ctx, o, logger)
 	if err != nil {
 		return err
 	}
+	if member != nil {
+		defer member.Close()
+	}
 	defer db.Close()
-	db.SetRetention(o.retention)
 	rt, err := runtime.New(runtime.Config{CacheDir: o.cacheDir, Interfaces: kernel.HostInterfaces(nil), Logger: logger})
 	if err != nil {
 		return fmt.Errorf("start runtime: %w", err)
@@ -102,8 +148,15 @@ func serve(ctx context.Context, o serveOptions) error {
 	defer extismEngine.Close()
 	k := kernel.New(kernel.Config{Runtime: rt, Store: db, Limits: o.limits, Logger: logger, Version: versionString(),
 		SignupsDisabled: o.noSignup, GadgetIdle: o.gadgetIdle, WorkspaceIdle: o.workspaceIdle,
-		GatekeeperRuntime: gkRuntime, Extism: extismEngine, KeyFile: o.data + ".key"})
+		GatekeeperRuntime: gkRuntime, Extism: extismEngine, KeyFile: cmp.Or(o.vaultKey, o.data+".key"), Cluster: clusterOf(member)})
 	defer k.Close()
+	if member != nil {
+		member.Store().OnRevoke(k.NoteRevocation)
+		peerMain := func(ctx context.Context, tokenHash string) (any, error) { return k.PeerMain(ctx, tokenHash) }
+		if err := member.Serve(peerMain, capnweb.Options{}); err != nil {
+			return err
+		}
+	}
 	adminToken, err := k.Bootstrap(ctx)
 	if err != nil {
 		return err
@@ -117,6 +170,10 @@ func serve(ctx context.Context, o serveOptions) error {
 	srv := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(std.out, "%s\nserving http://%s (Cap'n Web: ws://%s/api, batch: http://%s/api/batch)\ndata: %s\n",
 		versionString(), ln.Addr(), ln.Addr(), ln.Addr(), o.data)
+	if member != nil {
+		member.SetAddress(ln.Addr().String())
+		fmt.Fprintf(std.out, "cluster node %s: %s\n", o.cluster.cfg.Name, clusterDir(o.data))
+	}
 	if adminToken != "" {
 		fmt.Fprintf(std.out, "first run: admin token (shown once, keep it secret):\n  %s\n", adminToken)
 	}
@@ -130,6 +187,11 @@ func serve(ctx context.Context, o serveOptions) error {
 	logger.Info("shutting down")
 	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	if member != nil { // hand the workspaces over before the node goes away
+		if err := k.Drain(shutdown); err != nil {
+			logger.Warn("drain before stopping", "err", err)
+		}
+	}
 	// The listener closes and HTTP requests finish (srv.Shutdown) while the WebSocket
 	// sessions, which srv.Shutdown does not wait for, drain: their calls in progress finish
 	// and reply, new calls are refused. The kernel closes after both (deferred).
@@ -165,4 +227,71 @@ func gatekeeperEngines(cacheDir string, logger *slog.Logger) (*runtime.Runtime, 
 		return nil, nil, fmt.Errorf("start extism engine: %w", err)
 	}
 	return rt, eng, nil
+}
+
+// openStore opens the data file, or in cluster mode joins the cluster and returns its
+// replicated store.
+func openStore(ctx context.Context, o serveOptions, logger *slog.Logger) (store.Store, *cluster.Member, error) {
+	if !o.cluster.on {
+		db, err := store.Open(o.data)
+		if err != nil {
+			return nil, nil, err
+		}
+		db.SetRetention(o.retention)
+		return db, nil, nil
+	}
+	cfg := o.cluster.cfg
+	cfg.Logger = logger
+	dir := clusterDir(o.data)
+	cfg.Dir = filepath.Join(dir, "jetstream")
+	if o.cluster.secretFile != "" {
+		secret, err := readOrCreateSecret(o.cluster.secretFile)
+		if err != nil {
+			return nil, nil, err
+		}
+		cfg.Secret = secret
+	}
+	fmt.Fprintf(stdio(ctx).out, "joining the cluster as %s (waiting for the other nodes)...\n", cfg.Name)
+	m, err := cluster.Join(ctx, cfg, filepath.Join(dir, "replica.db"))
+	if err != nil {
+		return nil, nil, err
+	}
+	m.Store().SetRetention(o.retention)
+	return m.Store(), m, nil
+}
+
+// clusterDir holds a cluster node's files next to the data file.
+func clusterDir(data string) string { return data + ".cluster" }
+
+// clusterOf is the kernel's view of m (nil on a single node).
+func clusterOf(m *cluster.Member) kernel.Cluster {
+	if m == nil {
+		return nil
+	}
+	return m
+}
+
+// readOrCreateSecret reads the cluster secret from path, creating the file (mode 0600) with a
+// random secret if it does not exist; copy it to every node.
+func readOrCreateSecret(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		raw := make([]byte, 32)
+		if _, err := rand.Read(raw); err != nil {
+			return "", fmt.Errorf("create the cluster secret: %w", err)
+		}
+		secret := hex.EncodeToString(raw)
+		if err := os.WriteFile(path, []byte(secret+"\n"), 0o600); err != nil {
+			return "", fmt.Errorf("create the cluster secret: %w", err)
+		}
+		return secret, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read the cluster secret: %w", err)
+	}
+	secret := strings.TrimSpace(string(b))
+	if len(secret) < 16 {
+		return "", fmt.Errorf("the cluster secret in %s is shorter than 16 characters", path)
+	}
+	return secret, nil
 }

@@ -48,7 +48,7 @@ type Config struct {
 	// password of user "atelier". Empty: a random loopback port in a cluster (the NATS server
 	// starts its routes only after a client listener), none on a single node.
 	ClientListen string
-	// Replicas is how many nodes hold every stream (3).
+	// Replicas is how many nodes hold every stream (3; always 1 without Listen).
 	Replicas int
 	// SyncAlways fsyncs every JetStream write before it is acknowledged. Without it the file
 	// store fsyncs every 2 minutes and an acknowledged write survives the loss of any
@@ -63,7 +63,9 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Replicas <= 0 {
+	if c.Listen == "" {
+		c.Replicas = 1 // a node without routes holds the only copy
+	} else if c.Replicas <= 0 {
 		c.Replicas = 3
 	}
 	if c.LeaseTTL <= 0 {

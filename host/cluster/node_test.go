@@ -9,7 +9,7 @@ import (
 )
 
 // freePorts returns n loopback ports that were free a moment ago.
-func freePorts(t *testing.T, n int) []int {
+func freePorts(t testing.TB, n int) []int {
 	t.Helper()
 	var ports []int
 	for range n {
@@ -25,7 +25,7 @@ func freePorts(t *testing.T, n int) []int {
 
 // testNodes starts n nodes in this process, routed to each other when n > 1 (Replicas n), and
 // closes them when the test ends.
-func testNodes(t *testing.T, n int, tweak func(*Config)) []*Node {
+func testNodes(t testing.TB, n int, tweak func(*Config)) []*Node {
 	t.Helper()
 	ports := freePorts(t, n)
 	cfgs := make([]Config, n)

@@ -15,6 +15,9 @@ type Authed struct {
 	capnweb.Target
 	k *Kernel
 	p *principal
+	// peer is set for the API another node uses for its client (PeerMain): its workspace
+	// objects are this node's own, never routed again.
+	peer bool
 }
 
 // Whoami describes the caller: {id, username, kind: "user"|"agent", owner?}.
@@ -94,21 +97,23 @@ func (a *Authed) ListWorkspaces(ctx context.Context) ([]WorkspaceInfo, error) {
 	}
 	out := []WorkspaceInfo{}
 	for _, x := range acc {
-		var info WorkspaceInfo
-		err := a.k.withOverseer(ctx, x.Workspace, func(ov *overseer) error {
-			var err error
-			info, err = ov.info(ctx, a.p)
-			return err
-		})
-		if err == nil {
-			out = append(out, info)
+		// From the committed record: listing starts no workspace (and in a cluster reads
+		// workspaces run by other nodes locally).
+		w, err := a.k.st.Workspace(ctx, x.Workspace)
+		if err != nil {
+			continue
+		}
+		if role, err := a.p.roleIn(w); err == nil {
+			out = append(out, WorkspaceInfo{ID: w.ID, Name: w.Name, Owner: a.k.username(ctx, w.Owner), Role: role})
 		}
 	}
 	return out, nil
 }
 
 // CreateWorkspace creates a workspace owned by the caller (users only).
-func (a *Authed) CreateWorkspace(ctx context.Context, name string) (*Workspace, error) {
+// In cluster mode the object is routed (cluster.go): its calls reach whichever node runs the
+// workspace.
+func (a *Authed) CreateWorkspace(ctx context.Context, name string) (any, error) {
 	if err := a.userOnly("createWorkspace"); err != nil {
 		return nil, err
 	}
@@ -119,19 +124,38 @@ func (a *Authed) CreateWorkspace(ctx context.Context, name string) (*Workspace, 
 	if err := a.k.st.CreateWorkspace(ctx, w); err != nil {
 		return nil, wrapErr(err, "create workspace")
 	}
-	ws := &Workspace{k: a.k, p: a.p, id: w.ID}
 	err := a.k.withOverseer(ctx, w.ID, func(ov *overseer) error {
 		return ov.audit(ctx, a.p, "workspace.create", string(w.ID), name)
 	})
-	return ws, err
+	if err != nil {
+		return nil, err
+	}
+	if a.k.cfg.Cluster != nil && !a.peer {
+		return a.k.routed(a.p, w.ID, ""), nil
+	}
+	return &Workspace{k: a.k, p: a.p, id: w.ID}, nil
 }
 
 // OpenWorkspace returns a workspace the caller may use. With shareKey, it first redeems a
 // share link: the caller becomes a collaborator with the link's role.
-func (a *Authed) OpenWorkspace(ctx context.Context, id store.WorkspaceID, shareKey string) (*Workspace, error) {
+// In cluster mode the object is routed (cluster.go), and the access check and the share link
+// run on the node that runs the workspace.
+func (a *Authed) OpenWorkspace(ctx context.Context, id store.WorkspaceID, shareKey string) (any, error) {
 	if err := a.p.check(); err != nil {
 		return nil, err
 	}
+	if a.k.cfg.Cluster == nil || a.peer {
+		return a.openLocal(ctx, id, shareKey)
+	}
+	r := a.k.routed(a.p, id, shareKey)
+	if _, err := r.forward(ctx, nil, func(st *capnweb.Stub) *capnweb.Promise { return st.Get("info") }); err != nil {
+		return nil, wrapErr(err, "open workspace %s", id)
+	}
+	return r, nil
+}
+
+// openLocal opens a workspace run by this node (starting its overseer if needed).
+func (a *Authed) openLocal(ctx context.Context, id store.WorkspaceID, shareKey string) (*Workspace, error) {
 	err := a.k.withOverseer(ctx, id, func(ov *overseer) error {
 		if shareKey != "" {
 			if a.p.agent != nil {
@@ -178,13 +202,14 @@ func (a *Authed) CreateAgent(ctx context.Context, name string, scope store.Agent
 		if err := a.k.validGatekeeperBindings(ctx, a.p.userID, e.Gatekeepers); err != nil {
 			return nil, wrapErr(err, "create agent: workspace %s", id)
 		}
-		err := a.k.withOverseer(ctx, id, func(ov *overseer) error {
-			role, err := ov.roleOf(a.p)
-			if err == nil && !role.Allows(e.Role) {
-				err = fail(CodeForbidden, "you are %s in workspace %s and cannot give an agent %s", role, id, e.Role)
-			}
-			return err
-		})
+		w, err := a.k.st.Workspace(ctx, id)
+		if err != nil {
+			return nil, wrapErr(err, "create agent: workspace %s", id)
+		}
+		role, err := a.p.roleIn(w)
+		if err == nil && !role.Allows(e.Role) {
+			err = fail(CodeForbidden, "you are %s in workspace %s and cannot give an agent %s", role, id, e.Role)
+		}
 		if err != nil {
 			return nil, wrapErr(err, "create agent")
 		}

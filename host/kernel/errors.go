@@ -23,6 +23,12 @@ const (
 	CodeFailedPrecondition Code = "FAILED_PRECONDITION"
 	CodeGadgetError        Code = "GADGET_ERROR"
 	CodeInternal           Code = "INTERNAL"
+	// CodeMoved: in cluster mode, the workspace is run by another node now and the call did
+	// not run; a routed workspace (cluster.go) retries it there by itself.
+	CodeMoved Code = "MOVED"
+	// CodeUnavailable: the node running the workspace stopped during the call, so its outcome
+	// is unknown; open the workspace again.
+	CodeUnavailable Code = "UNAVAILABLE"
 )
 
 // Error is a refused call: a message for people and a Code for programs. Over Cap'n Web it
@@ -82,6 +88,8 @@ func codeOf(err error) Code {
 		return CodeGadgetError
 	case errors.Is(err, store.ErrFenced):
 		return CodeFailedPrecondition
+	case errors.Is(err, store.ErrOwnedElsewhere):
+		return CodeMoved
 	}
 	return CodeInternal
 }

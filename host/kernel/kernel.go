@@ -89,6 +89,9 @@ type Config struct {
 	ScheduleMinEvery time.Duration
 	// ScheduleTick is how often the scheduler looks for due schedules (250 ms).
 	ScheduleTick time.Duration
+	// Cluster, if set, runs the kernel as one node of a cluster (host/cluster): a workspace
+	// runs on the node holding its lease, and calls reach it through routed workspace objects.
+	Cluster Cluster
 	// KeyFile is the vault key that seals gatekeeper credentials, created (mode 0600) on
 	// first use. Keep it outside the data file (atelier serve: DATA.key); empty refuses
 	// connectAccount.

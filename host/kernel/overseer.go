@@ -51,6 +51,9 @@ type overseerOp struct {
 
 // startOverseer acquires the workspace's lease and loads its records.
 func startOverseer(ctx context.Context, k *Kernel, id store.WorkspaceID) (*overseer, error) {
+	if k.cfg.Cluster != nil && k.cfg.Cluster.Draining() {
+		return nil, errDraining
+	}
 	lease, err := k.st.Acquire(ctx, id)
 	if err != nil {
 		return nil, wrapErr(err, "open workspace %s", id)

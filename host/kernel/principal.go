@@ -31,6 +31,12 @@ func (k *Kernel) authenticate(ctx context.Context, token string) (*principal, er
 	if err != nil {
 		return nil, fail(CodeUnauthorized, "authenticate: %v", err)
 	}
+	return k.principalOf(ctx, hash)
+}
+
+// principalOf is the principal of the token whose hash is given (authenticate, and a peer
+// node acting for a client of its own: PeerMain).
+func (k *Kernel) principalOf(ctx context.Context, hash string) (*principal, error) {
 	gen := k.revocations.Load() // before the lookup: a revocation after it is seen later
 	t, err := k.st.Token(ctx, hash)
 	if errors.Is(err, store.ErrNotFound) {

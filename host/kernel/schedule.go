@@ -104,7 +104,9 @@ func (k *Kernel) runDue(ctx context.Context) {
 		go func() {
 			defer k.sched.wg.Done()
 			err := k.withOverseer(ctx, d.Workspace, func(ov *overseer) error { return ov.runSchedule(ctx, d.Schedule) })
-			if err != nil && ctx.Err() == nil {
+			// In a cluster every node sees every due schedule; the node running the workspace
+			// (or the first to start it) runs it, the others are refused with MOVED.
+			if err != nil && ctx.Err() == nil && !moved(err) {
 				k.log.Warn("scheduled run", "workspace", d.Workspace, "schedule", d.Schedule, "err", err)
 			}
 			k.sched.runMu.Lock()

@@ -9,16 +9,21 @@ import (
 )
 
 // Bootstrap implements Store.
-func (s *Bolt) Bootstrap(_ context.Context, name string, tok Token) (bool, error) {
+func (s *Bolt) Bootstrap(ctx context.Context, name string, tok Token) (bool, error) {
+	return s.BootstrapUser(ctx, User{ID: NewID("u"), Name: name, Created: s.now().UTC()}, tok)
+}
+
+// BootstrapUser is Bootstrap with the record of the user to create when none is named
+// u.Name, so that a caller that replays it (a replica) makes the same user every time.
+func (s *Bolt) BootstrapUser(_ context.Context, u User, tok Token) (bool, error) {
 	issued := false
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if meta.Get(keyBootstrapped) != nil {
 			return nil
 		}
-		id := tx.Bucket(bucketUsernames).Get([]byte(name))
+		id := tx.Bucket(bucketUsernames).Get([]byte(u.Name))
 		if id == nil {
-			u := User{ID: NewID("u"), Name: name, Created: s.now().UTC()}
 			if err := putUser(tx, u); err != nil {
 				return err
 			}
@@ -32,7 +37,7 @@ func (s *Bolt) Bootstrap(_ context.Context, name string, tok Token) (bool, error
 		return meta.Put(keyBootstrapped, []byte("1"))
 	})
 	if err != nil {
-		return false, fmt.Errorf("bootstrap user %s: %w", name, err)
+		return false, fmt.Errorf("bootstrap user %s: %w", u.Name, err)
 	}
 	return issued, nil
 }
@@ -192,7 +197,7 @@ func (s *Bolt) DeleteAgent(_ context.Context, id string) error {
 // PutBlueprint implements Store.
 func (s *Bolt) PutBlueprint(_ context.Context, b Blueprint, code []byte) error {
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		if sha := codeSHA(code); sha != b.SHA256 {
+		if sha := CodeSHA(code); sha != b.SHA256 {
 			return fmt.Errorf("the code's sha256 is %s, the record says %s", sha, b.SHA256)
 		}
 		if err := putCode(tx, b.SHA256, code); err != nil {

@@ -18,6 +18,7 @@ import (
 //
 //	meta/schema                 "3"
 //	meta/bootstrapped           set once the first-run admin token was issued
+//	meta/replica                set in a cluster node's replica of the log (Options.Replica)
 //	users/<id>                  JSON User
 //	usernames/<name>            user id
 //	tokens/<sha256 hex>         JSON Token
@@ -53,6 +54,7 @@ var (
 
 	keySchema       = []byte("schema")
 	keyBootstrapped = []byte("bootstrapped")
+	keyReplica      = []byte("replica") // set in a replica's file (Options.Replica)
 	keyEpoch        = []byte("epoch")
 	subGadgets      = []byte("gadgets")
 	subState        = []byte("state")
@@ -77,18 +79,29 @@ type Bolt struct {
 	mu     sync.Mutex // guards leases
 	leases map[WorkspaceID]*lease
 
-	retention Retention // set before use (SetRetention)
+	retention Retention // set while no commit is in flight (SetRetention)
+}
+
+// Options tune how a data file is opened.
+type Options struct {
+	// Replica opens a file that is rebuilt from a durable source (a cluster node's replica of
+	// the log): writes are not fsync'd, and the file is marked so that RemoveReplica may
+	// delete it. Never for the data of a single node.
+	Replica bool
 }
 
 // Open opens (creating if needed) the data file at path and migrates it to SchemaVersion.
-func Open(path string) (*Bolt, error) {
+func Open(path string) (*Bolt, error) { return OpenWith(path, Options{}) }
+
+// OpenWith is Open with options.
+func OpenWith(path string, o Options) (*Bolt, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	// The freelist is not written on every commit (it is rebuilt by a scan when the file is
 	// opened), which keeps each fsync'd commit small; the map freelist keeps that fast.
 	db, err := bolt.Open(path, 0o600, &bolt.Options{
-		Timeout: 2 * time.Second, NoFreelistSync: true, FreelistType: bolt.FreelistMapType,
+		Timeout: 2 * time.Second, NoFreelistSync: true, FreelistType: bolt.FreelistMapType, NoSync: o.Replica,
 	})
 	if err != nil {
 		if errors.Is(err, bolt.ErrTimeout) {
@@ -101,9 +114,48 @@ func Open(path string) (*Bolt, error) {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
+	if o.Replica {
+		if err := db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyReplica, []byte("1")) }); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("open store %s: %w", path, err)
+		}
+	}
 	s.stopped.Add(1)
 	go s.commitLoop()
 	return s, nil
+}
+
+// RemoveReplica deletes the file at path if it is a replica (opened with Options.Replica) or
+// does not exist; it refuses any other file, so that a misconfigured path never deletes a
+// single node's data.
+func RemoveReplica(path string) error {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second, ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("remove replica %s: %w", path, err)
+	}
+	marked := false
+	err = db.View(func(tx *bolt.Tx) error {
+		if meta := tx.Bucket(bucketMeta); meta != nil && meta.Get(keyReplica) != nil {
+			marked = true
+		}
+		return nil
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("remove replica %s: %w", path, err)
+	}
+	if !marked {
+		return fmt.Errorf("remove replica %s: the file is not a replica of a cluster's log; refusing to delete it", path)
+	}
+	if err := os.Remove(path); err != nil {
+		return fmt.Errorf("remove replica %s: %w", path, err)
+	}
+	return nil
 }
 
 // Close stops the committer and closes the file. Every lease is lost.

@@ -13,15 +13,15 @@ func TestClientScriptsAreReferencedCode(t *testing.T) {
 	ws, _ := workspace(t, db)
 	code, ui1, ui2 := []byte("\x00asm code"), []byte("export default 1"), []byte("export default 2")
 	v := func(n int, ui []byte) Version {
-		out := Version{Number: n, SHA256: codeSHA(code), Size: len(code)}
+		out := Version{Number: n, SHA256: CodeSHA(code), Size: len(code)}
 		if ui != nil {
-			out.Client = codeSHA(ui)
+			out.Client = CodeSHA(ui)
 		}
 		return out
 	}
 	stored := func(blob []byte) bool {
 		t.Helper()
-		got, err := db.Code(ctx, codeSHA(blob))
+		got, err := db.Code(ctx, CodeSHA(blob))
 		if errors.Is(err, ErrNotFound) {
 			return false
 		}

@@ -186,7 +186,7 @@ func (s *Bolt) precheck(tx *bolt.Tx, r *commitReq, groupFailed error) error {
 		}
 	}
 	for _, m := range r.muts {
-		if err := m.check(); err != nil {
+		if err := m.Check(); err != nil {
 			return err
 		}
 	}
@@ -259,7 +259,7 @@ func (s *Bolt) apply(tx *bolt.Tx, r *commitReq) error {
 		case MutPutSchedule, MutDeleteSchedule:
 			err = applySchedule(tx, b, r.ws, m)
 		case MutPutCode:
-			sha := codeSHA(m.Value)
+			sha := CodeSHA(m.Value)
 			if err = putCode(tx, sha, m.Value); err == nil {
 				touched = append(touched, sha)
 			}

@@ -19,7 +19,8 @@ import (
 // Every gadget's storage use (the bytes of its keys plus values) is kept in
 // ws/<id>/usage/<gadget id>, updated by every kv mutation.
 
-func codeSHA(code []byte) string {
+// CodeSHA is the key code blobs are stored under: the SHA-256 of code, in hex.
+func CodeSHA(code []byte) string {
 	sum := sha256.Sum256(code)
 	return hex.EncodeToString(sum[:])
 }

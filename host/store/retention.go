@@ -39,7 +39,8 @@ func (r Retention) withDefaults() Retention {
 	return r
 }
 
-// SetRetention sets the retention limits; call it before the store is used.
+// SetRetention sets the retention limits; call it before the store is used, or at least
+// while no commit is in flight (a replica's applier calls it between log entries).
 func (s *Bolt) SetRetention(r Retention) { s.retention = r.withDefaults() }
 
 // trimAudit deletes the audit lines of ab beyond the newest keep, given that newest is the

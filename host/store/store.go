@@ -284,6 +284,9 @@ type Store interface {
 
 	// CreateWorkspace adds a new workspace.
 	CreateWorkspace(ctx context.Context, w Workspace) error
+	// Workspace returns a workspace's record as last committed, without opening it (the
+	// owner's WorkspaceStore.Workspace is the one its writes go through).
+	Workspace(ctx context.Context, id WorkspaceID) (Workspace, error)
 	// Workspaces lists the workspaces user reaches (owned or shared), with the role.
 	Workspaces(ctx context.Context, user string) ([]Access, error)
 
@@ -445,8 +448,9 @@ func AppendAudit(e AuditEntry) Mutation { return Mutation{Kind: MutAppendAudit, 
 // PutCode stores component code under its SHA-256 (content-addressed, shared).
 func PutCode(code []byte) Mutation { return Mutation{Kind: MutPutCode, Value: code} }
 
-// check refuses a mutation that cannot be applied, before any write.
-func (m Mutation) check() error {
+// Check refuses a mutation that cannot be applied, before any write (Commit runs it; a
+// replicated store runs it before publishing).
+func (m Mutation) Check() error {
 	switch m.Kind {
 	case MutSetKV, MutDeleteKV:
 		if len(m.Key) == 0 || len(m.Key) > MaxKey {

@@ -252,7 +252,7 @@ func TestCodeIsCollectedWhenUnused(t *testing.T) {
 	db := open(t, filepath.Join(t.TempDir(), "a.db"))
 	ws, _ := workspace(t, db)
 	a, b := []byte("code a"), []byte("code b")
-	v := func(n int, code []byte) Version { return Version{Number: n, SHA256: codeSHA(code), Size: len(code)} }
+	v := func(n int, code []byte) Version { return Version{Number: n, SHA256: CodeSHA(code), Size: len(code)} }
 	g := Gadget{ID: "g1", Name: "one", Current: 1, Versions: []Version{v(1, a)}}
 	g2 := Gadget{ID: "g2", Name: "two", Current: 1, Versions: []Version{v(1, a)}}
 	if err := ws.Commit(ctx, []Mutation{PutCode(a), PutGadget(g), PutCode(a), PutGadget(g2)}); err != nil {
@@ -263,7 +263,7 @@ func TestCodeIsCollectedWhenUnused(t *testing.T) {
 		t.Fatal(err)
 	}
 	has := func(code []byte) bool {
-		_, err := db.Code(ctx, codeSHA(code))
+		_, err := db.Code(ctx, CodeSHA(code))
 		return err == nil
 	}
 	if !has(a) || !has(b) {
@@ -275,7 +275,7 @@ func TestCodeIsCollectedWhenUnused(t *testing.T) {
 	if !has(a) || has(b) {
 		t.Fatalf("after deleting g1: a kept %v (want true), b kept %v (want false)", has(a), has(b))
 	}
-	if err := db.PutBlueprint(ctx, Blueprint{ID: "bp1", SHA256: codeSHA(a)}, a); err != nil {
+	if err := db.PutBlueprint(ctx, Blueprint{ID: "bp1", SHA256: CodeSHA(a)}, a); err != nil {
 		t.Fatal(err)
 	}
 	if err := ws.Commit(ctx, []Mutation{DeleteWorkspace()}); err != nil {
@@ -302,7 +302,7 @@ func TestMigratesSchema2(t *testing.T) {
 	ws, _ := workspace(t, db)
 	w, _ := ws.Workspace()
 	code := []byte("used")
-	g := Gadget{ID: "g1", Name: "one", Current: 1, Versions: []Version{{Number: 1, SHA256: codeSHA(code)}}}
+	g := Gadget{ID: "g1", Name: "one", Current: 1, Versions: []Version{{Number: 1, SHA256: CodeSHA(code)}}}
 	if err := ws.Commit(ctx, []Mutation{PutCode(code), PutGadget(g), SetKV("g1", []byte("k"), []byte("vvv"))}); err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +311,7 @@ func TestMigratesSchema2(t *testing.T) {
 		tx.Bucket(bucketMeta).Put(keySchema, []byte("2"))
 		tx.DeleteBucket(bucketCodeRefs)
 		tx.Bucket(bucketWS).Bucket([]byte(w.ID)).DeleteBucket(subUsage)
-		return tx.Bucket(bucketCode).Put([]byte(codeSHA([]byte("orphan"))), []byte("orphan"))
+		return tx.Bucket(bucketCode).Put([]byte(CodeSHA([]byte("orphan"))), []byte("orphan"))
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -319,7 +319,7 @@ func TestMigratesSchema2(t *testing.T) {
 	db.Close()
 
 	db = open(t, path)
-	if _, err := db.Code(ctx, codeSHA([]byte("orphan"))); !errors.Is(err, ErrNotFound) {
+	if _, err := db.Code(ctx, CodeSHA([]byte("orphan"))); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("orphan code after migration: %v", err)
 	}
 	l, _ := db.Acquire(ctx, w.ID)
@@ -330,7 +330,7 @@ func TestMigratesSchema2(t *testing.T) {
 	if err := ws.Commit(ctx, []Mutation{DeleteGadget("g1")}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Code(ctx, codeSHA(code)); !errors.Is(err, ErrNotFound) {
+	if _, err := db.Code(ctx, CodeSHA(code)); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("code after deleting its only gadget: %v", err)
 	}
 }

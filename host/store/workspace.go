@@ -232,11 +232,14 @@ func (w *boltWS) view(fn func(b *bolt.Bucket) error) error {
 }
 
 // Workspace implements WorkspaceStore.
-func (w *boltWS) Workspace() (Workspace, error) {
+func (w *boltWS) Workspace() (Workspace, error) { return w.s.Workspace(context.Background(), w.id) }
+
+// Workspace implements Store.
+func (s *Bolt) Workspace(_ context.Context, id WorkspaceID) (Workspace, error) {
 	var out Workspace
-	err := w.s.db.View(func(tx *bolt.Tx) error { return getJSON(tx.Bucket(bucketWorkspaces), []byte(w.id), &out) })
+	err := s.db.View(func(tx *bolt.Tx) error { return getJSON(tx.Bucket(bucketWorkspaces), []byte(id), &out) })
 	if err != nil {
-		return Workspace{}, fmt.Errorf("workspace %s: %w", w.id, err)
+		return Workspace{}, fmt.Errorf("workspace %s: %w", id, err)
 	}
 	return out, nil
 }

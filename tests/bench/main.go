@@ -25,7 +25,7 @@ import (
 )
 
 // packages are the benchmarked packages, in the order their tables are printed.
-var packages = []string{"./host/runtime", "./tests/runtime", "./capnweb", "./tests/kernel", "./tests/gatekeeper"}
+var packages = []string{"./host/runtime", "./tests/runtime", "./capnweb", "./tests/kernel", "./tests/gatekeeper", "./tests/cluster", "./host/cluster"}
 
 // pairs are the tables of benchmarks measured back to back: X<slow> next to X<fast>.
 var pairs = []struct{ title, slow, fast, slowName, fastName string }{

@@ -10,13 +10,9 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"runtime/debug"
-	"runtime/pprof"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -29,6 +25,7 @@ import (
 	"atelier/host/store"
 	"atelier/sdk/guesttest"
 	capnwebtests "atelier/tests/capnweb"
+	"atelier/tests/loadgen"
 )
 
 // inProcess is a kernel over a real bbolt file served by the real gateway on a loopback
@@ -156,16 +153,16 @@ func BenchmarkPath(b *testing.B) {
 			inproc := connectFleet(b, p.url, code, clients)
 			srv := startServe(b, atelierBinary(b), filepath.Join(b.TempDir(), "atelier.db"))
 			full := connectFleet(b, srv.URL, code, clients)
-			b.Run("inproc", func(b *testing.B) { runClients(b, clients, increment(inproc)) })
+			b.Run("inproc", func(b *testing.B) { loadgen.Run(b, clients, increment(inproc)) })
 			b.Run("inproc_read", func(b *testing.B) {
-				runClients(b, clients, func(c int) error {
+				loadgen.Run(b, clients, func(c int) error {
 					_, err := await(inproc[c].Call(bg, "get"))
 					return err
 				})
 			})
 			b.Run("full", func(b *testing.B) {
 				cpu0 := processCPU(b, srv.Pid())
-				runClients(b, clients, increment(full))
+				loadgen.Run(b, clients, increment(full))
 				b.ReportMetric(float64(processCPU(b, srv.Pid())-cpu0)/float64(b.N), "server-cpu-ns/op")
 			})
 			b.Run("direct", func(b *testing.B) {
@@ -186,7 +183,7 @@ func BenchmarkPath(b *testing.B) {
 					}
 					defer insts[i].Close()
 				}
-				runClients(b, clients, func(c int) error {
+				loadgen.Run(b, clients, func(c int) error {
 					_, err := insts[c].Call(bg, "increment", uint32(1))
 					return err
 				})
@@ -208,79 +205,6 @@ func connectFleet(b *testing.B, url string, code []byte, n int) []*capnweb.Stub 
 	return conns
 }
 
-// runClients runs b.N calls spread over clients goroutines (call(c) is client c's call) and
-// reports the latency percentiles of one call.
-func runClients(b *testing.B, clients int, call func(c int) error) {
-	b.ReportAllocs()
-	var next atomic.Int64
-	lat := make([][]time.Duration, clients)
-	errs := make([]error, clients)
-	var wg sync.WaitGroup
-	cpu0 := cpuTime(b)
-	defer profileLoop(b)()
-	b.ResetTimer()
-	for c := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for next.Add(1) <= int64(b.N) {
-				start := time.Now()
-				if err := call(c); err != nil {
-					errs[c] = err
-					return
-				}
-				lat[c] = append(lat[c], time.Since(start))
-			}
-		}()
-	}
-	wg.Wait()
-	b.StopTimer()
-	b.ReportMetric(float64(cpuTime(b)-cpu0)/float64(b.N), "cpu-ns/op")
-	for _, err := range errs {
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
-	reportPercentiles(b, slices.Concat(lat...))
-}
-
-// profileEnv names a directory: when set, runClients writes a CPU profile of its loop alone
-// (no setup) to DIR/<benchmark name>.prof, each run of a benchmark replacing the previous one,
-// so the file holds the final, largest run. `go test -cpuprofile` also profiles the setup,
-// which here (compiling and instantiating 100 gadgets) outweighs the calls.
-const profileEnv = "ATELIER_BENCH_LOOP_PROFILE"
-
-// profileLoop starts the loop profile if asked for and returns the function that stops it.
-func profileLoop(b *testing.B) (stop func()) {
-	dir := os.Getenv(profileEnv)
-	if dir == "" {
-		return func() {}
-	}
-	f, err := os.Create(filepath.Join(dir, strings.ReplaceAll(b.Name(), "/", "_")+".prof"))
-	if err != nil {
-		b.Fatalf("%s: %v", profileEnv, err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		b.Fatalf("%s: %v", profileEnv, err)
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		f.Close()
-	}
-}
-
-// cpuTime returns the CPU time (user and system) the process has used so far. On a machine
-// shared with other work it says more than wall time: cpu-ns/op is the cost of one call to
-// this process (client and server side alike when both run in it).
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatalf("getrusage: %v", err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // processCPU returns the CPU time (user and system) process pid has used so far, from
 // /proc/PID/stat (clock ticks of 10ms, so measure runs of a second or more).
 func processCPU(b *testing.B, pid int) time.Duration {
@@ -289,16 +213,6 @@ func processCPU(b *testing.B, pid int) time.Duration {
 		b.Fatal(err)
 	}
 	return d
-}
-
-// reportPercentiles reports the p50 and p99 of ds as p50-ns and p99-ns.
-func reportPercentiles(b *testing.B, ds []time.Duration) {
-	if len(ds) == 0 {
-		return
-	}
-	slices.Sort(ds)
-	b.ReportMetric(float64(ds[len(ds)/2]), "p50-ns")
-	b.ReportMetric(float64(ds[len(ds)*99/100]), "p99-ns")
 }
 
 // BenchmarkKV measures the kernel's kv storage, a workspace's store.WorkspaceStore over bbolt:
@@ -333,7 +247,7 @@ func BenchmarkKV(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Run("get", func(b *testing.B) {
-		runClients(b, 1, func(int) error {
+		loadgen.Run(b, 1, func(int) error {
 			_, ok, err := ws.Get(gadget(0), []byte("count"))
 			if err == nil && !ok {
 				err = fmt.Errorf("count of %s is missing", gadget(0))
@@ -341,8 +255,8 @@ func BenchmarkKV(b *testing.B) {
 			return err
 		})
 	})
-	b.Run("set", func(b *testing.B) { runClients(b, 1, set) })
-	b.Run("set_100writers", func(b *testing.B) { runClients(b, 100, set) })
+	b.Run("set", func(b *testing.B) { loadgen.Run(b, 1, set) })
+	b.Run("set_100writers", func(b *testing.B) { loadgen.Run(b, 100, set) })
 }
 
 // BenchmarkFootprint measures memory: per idle workspace (created, its overseer running, no

@@ -70,6 +70,8 @@ type Process struct {
 	Data string
 
 	bin, cacheDir string
+	args          []string // flags after --addr, --data and --cache
+	found         chan string
 	cmd           *exec.Cmd
 	mu            sync.Mutex
 	output        strings.Builder
@@ -95,14 +97,27 @@ func (p *Process) Restart(tb testing.TB) *Process {
 		tb.Fatal("restart: the server is still running; Terminate or Kill it first")
 	}
 	addr := strings.TrimSuffix(strings.TrimPrefix(p.URL, "ws://"), "/api")
-	return start(tb, p.bin, p.Data, p.cacheDir, addr)
+	return launch(tb, p.bin, p.Data, p.cacheDir, addr, p.args).Wait(tb)
 }
 
-// start runs `bin serve` on addr.
+// start runs `bin serve` on addr and waits for it.
 func start(tb testing.TB, bin, data, cacheDir, addr string) *Process {
 	tb.Helper()
-	p := &Process{Data: data, bin: bin, cacheDir: cacheDir, exited: make(chan struct{})}
-	p.cmd = exec.Command(bin, "serve", "--addr", addr, "--data", data, "--cache", cacheDir)
+	return launch(tb, bin, data, cacheDir, addr, nil).Wait(tb)
+}
+
+// Launch runs `bin serve` on a free loopback port with extra flags (for instance a cluster
+// node's) and returns at once; Wait waits for its listening line. Nodes of a cluster are
+// launched together, since each waits for the others before it listens.
+func Launch(tb testing.TB, bin, data, cacheDir string, args ...string) *Process {
+	tb.Helper()
+	return launch(tb, bin, data, cacheDir, "127.0.0.1:0", args)
+}
+
+func launch(tb testing.TB, bin, data, cacheDir, addr string, args []string) *Process {
+	tb.Helper()
+	p := &Process{Data: data, bin: bin, cacheDir: cacheDir, args: args, exited: make(chan struct{}), found: make(chan string, 1)}
+	p.cmd = exec.Command(bin, append([]string{"serve", "--addr", addr, "--data", data, "--cache", cacheDir}, args...)...)
 	out, err := p.cmd.StdoutPipe()
 	if err != nil {
 		tb.Fatal(err)
@@ -111,7 +126,7 @@ func start(tb testing.TB, bin, data, cacheDir, addr string) *Process {
 	if err := p.cmd.Start(); err != nil {
 		tb.Fatalf("start %s serve: %v", bin, err)
 	}
-	found := make(chan string, 1)
+	found := p.found
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
@@ -135,8 +150,14 @@ func start(tb testing.TB, bin, data, cacheDir, addr string) *Process {
 			tb.Logf("output of atelier serve --data %s:\n%s", data, p.Output())
 		}
 	})
+	return p
+}
+
+// Wait waits until the server prints its listening line and sets URL.
+func (p *Process) Wait(tb testing.TB) *Process {
+	tb.Helper()
 	select {
-	case p.URL = <-found:
+	case p.URL = <-p.found:
 		return p
 	case <-p.exited:
 		tb.Fatalf("atelier serve exited before listening (%v); output:\n%s", p.cmd.ProcessState, p.Output())
@@ -145,6 +166,17 @@ func start(tb testing.TB, bin, data, cacheDir, addr string) *Process {
 	}
 	return nil
 }
+
+// Signal sends sig to the server (SIGSTOP and SIGCONT pause and resume it).
+func (p *Process) Signal(tb testing.TB, sig os.Signal) {
+	tb.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		tb.Fatalf("signal %v to atelier serve: %v", sig, err)
+	}
+}
+
+// Exited is closed once the server process has exited.
+func (p *Process) Exited() <-chan struct{} { return p.exited }
 
 // Pid returns the server's process id.
 func (p *Process) Pid() int { return p.cmd.Process.Pid }

@@ -1,0 +1,138 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+
+	"atelier/capnweb"
+	"atelier/host/store"
+)
+
+// Member is this process's part of the cluster, as the kernel and `atelier serve` use it: the
+// node, its leases, the replicated store and the router to the other nodes. It implements
+// kernel.Cluster.
+type Member struct {
+	node   *Node
+	leases *Leases
+	store  *Store
+	router *Router
+}
+
+// Join starts the node (waiting for the cluster to form), its leases and the replicated store
+// whose replica is the bbolt file at replicaPath.
+func Join(ctx context.Context, cfg Config, replicaPath string) (*Member, error) {
+	n, err := Start(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	m := &Member{node: n}
+	if m.leases, err = NewLeases(ctx, n); err != nil {
+		m.Close()
+		return nil, fmt.Errorf("join the cluster as %s: %w", cfg.Name, err)
+	}
+	if m.store, err = NewStore(ctx, n, m.leases, replicaPath); err != nil {
+		m.Close()
+		return nil, fmt.Errorf("join the cluster as %s: %w", cfg.Name, err)
+	}
+	return m, nil
+}
+
+// Store is the replicated store (the kernel's store.Store in cluster mode).
+func (m *Member) Store() *Store { return m.store }
+
+// Serve answers the sessions other nodes open for their clients: main returns the API of the
+// principal whose token hash the dialing node names.
+func (m *Member) Serve(main func(ctx context.Context, tokenHash string) (any, error), opts capnweb.Options) error {
+	r, err := NewRouter(m.node, func(ctx context.Context, h Hello) (any, error) { return main(ctx, h.TokenHash) }, opts)
+	if err != nil {
+		return fmt.Errorf("serve peer sessions: %w", err)
+	}
+	m.router = r
+	return nil
+}
+
+// SetAddress publishes this node's HTTP address in its membership record.
+func (m *Member) SetAddress(addr string) { m.leases.SetAddress(addr) }
+
+// Self implements kernel.Cluster.
+func (m *Member) Self() store.NodeID { return m.node.Name() }
+
+// Holder implements kernel.Cluster.
+func (m *Member) Holder(ctx context.Context, ws store.WorkspaceID) (store.NodeID, bool, error) {
+	return m.leases.Holder(ctx, ws)
+}
+
+// Pick implements kernel.Cluster.
+func (m *Member) Pick(ctx context.Context, ws store.WorkspaceID) (store.NodeID, error) {
+	return m.leases.Pick(ctx, ws)
+}
+
+// Draining implements kernel.Cluster.
+func (m *Member) Draining() bool { return m.leases.Draining() }
+
+// SetDraining marks the node draining (no workspace starts on it; the kernel hands its
+// running ones over), or serving again.
+func (m *Member) SetDraining(ctx context.Context, on bool) error {
+	return m.leases.SetDraining(ctx, on)
+}
+
+// Dial implements kernel.Cluster.
+func (m *Member) Dial(ctx context.Context, node store.NodeID, tokenHash string) (*capnweb.Session, error) {
+	if m.router == nil {
+		return nil, fmt.Errorf("dial node %s: this node serves no peer sessions yet", node)
+	}
+	return m.router.Dial(ctx, node, Hello{From: m.Self(), TokenHash: tokenHash})
+}
+
+// Status is what `atelier cluster status` shows.
+type Status struct {
+	Self  store.NodeID `json:"self"`
+	Peers []string     `json:"peers"`
+	Nodes []NodeInfo   `json:"nodes"`
+	// Workspaces maps each leased workspace to the node running it.
+	Workspaces map[store.WorkspaceID]store.NodeID `json:"workspaces"`
+	// Applied is the last log entry this node's replica applied; Lag how many it is behind.
+	Applied      uint64 `json:"applied"`
+	Lag          uint64 `json:"lag"`
+	PeerSessions int    `json:"peerSessions"`
+	Replicas     int    `json:"replicas"`
+	SyncAlways   bool   `json:"syncAlways"`
+	LeaseTTL     string `json:"leaseTTL"`
+}
+
+// Status implements kernel.Cluster.
+func (m *Member) Status(ctx context.Context) (any, error) {
+	st := Status{Self: m.Self(), Peers: m.node.Peers(), Applied: m.store.Applied(), Replicas: m.node.cfg.Replicas,
+		SyncAlways: m.node.cfg.SyncAlways, LeaseTTL: m.node.cfg.LeaseTTL.String()}
+	var err error
+	if st.Nodes, err = m.leases.Nodes(ctx); err != nil {
+		return nil, fmt.Errorf("cluster status: %w", err)
+	}
+	if st.Workspaces, err = m.leases.Held(ctx); err != nil {
+		return nil, fmt.Errorf("cluster status: %w", err)
+	}
+	if st.Lag, err = m.store.Lag(ctx); err != nil {
+		return nil, fmt.Errorf("cluster status: %w", err)
+	}
+	if m.router != nil {
+		st.PeerSessions = m.router.Sessions()
+	}
+	return st, nil
+}
+
+// Close leaves the cluster: peer sessions end, the store and leases stop, the node shuts
+// down. Workspaces still leased by this node are taken over by others after the lease TTL.
+func (m *Member) Close() {
+	if m.router != nil {
+		m.router.Close()
+	}
+	if m.store != nil {
+		m.store.Close()
+	}
+	if m.leases != nil {
+		m.leases.Close()
+	}
+	if m.node != nil {
+		m.node.Close()
+	}
+}

@@ -1,0 +1,374 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"atelier/capnweb"
+	"atelier/host/store"
+)
+
+// Cluster is what the kernel needs of cluster mode (host/cluster provides it): where a
+// workspace runs, and sessions to the other nodes' kernels. Nil runs a single node.
+type Cluster interface {
+	// Self is this node's name.
+	Self() store.NodeID
+	// Holder returns the node holding the workspace's lease (false: none).
+	Holder(ctx context.Context, ws store.WorkspaceID) (store.NodeID, bool, error)
+	// Pick returns the node that should start an unowned workspace.
+	Pick(ctx context.Context, ws store.WorkspaceID) (store.NodeID, error)
+	// Draining reports whether this node is handing its workspaces over before it stops.
+	Draining() bool
+	// SetDraining marks this node draining (no workspace starts on it) or serving again.
+	SetDraining(ctx context.Context, on bool) error
+	// Dial opens a Cap'n Web session to node's kernel, whose main object is PeerMain of the
+	// token hash.
+	Dial(ctx context.Context, node store.NodeID, tokenHash string) (*capnweb.Session, error)
+	// Status describes the cluster as this node sees it (for clusterStatus()).
+	Status(ctx context.Context) (any, error)
+}
+
+// PeerMain is the main object of a session another node opens for one of its clients: the
+// API of the principal whose token hash it names (the routes between nodes are
+// authenticated, so the node is trusted to have checked the token itself).
+func (k *Kernel) PeerMain(ctx context.Context, tokenHash string) (*Authed, error) {
+	p, err := k.principalOf(ctx, tokenHash)
+	if err != nil {
+		return nil, err
+	}
+	return &Authed{k: k, p: p, peer: true}, nil
+}
+
+// NoteRevocation tells the kernel that a token or agent was deleted elsewhere (another node
+// of the cluster), so that its sessions check their tokens again at their next call.
+func (k *Kernel) NoteRevocation() { k.revocations.Add(1) }
+
+// Drain hands every workspace running here over to other nodes: the node is marked draining
+// (no workspace starts here any more), then each overseer stops (its calls in flight finish
+// and its lease is released), so the next call of each workspace starts it elsewhere. Clients
+// of this node keep working through it. A single node has nothing to drain.
+func (k *Kernel) Drain(ctx context.Context) error {
+	if k.cfg.Cluster == nil {
+		return fail(CodeFailedPrecondition, "drain: this server is not part of a cluster")
+	}
+	if err := k.cfg.Cluster.SetDraining(ctx, true); err != nil {
+		return wrapErr(err, "drain")
+	}
+	k.mu.Lock()
+	ovs := make([]*overseer, 0, len(k.overseers))
+	for _, ov := range k.overseers {
+		ovs = append(ovs, ov)
+	}
+	k.mu.Unlock()
+	for _, ov := range ovs {
+		ov.stop()
+	}
+	k.log.Info("drained: every workspace of this node was handed over", "workspaces", len(ovs))
+	return nil
+}
+
+// ClusterStatus describes the cluster: its nodes, which node runs each workspace, this node's
+// replication lag and peer sessions (admin only).
+func (a *Authed) ClusterStatus(ctx context.Context) (any, error) {
+	if err := a.adminOnly("clusterStatus"); err != nil {
+		return nil, err
+	}
+	if a.k.cfg.Cluster == nil {
+		return nil, fail(CodeFailedPrecondition, "clusterStatus: this server is not part of a cluster (start it with --cluster)")
+	}
+	st, err := a.k.cfg.Cluster.Status(ctx)
+	return st, wrapErr(err, "cluster status")
+}
+
+// DrainNode hands the workspaces of the node serving this session over to the other nodes
+// (admin only); see Kernel.Drain.
+func (a *Authed) DrainNode(ctx context.Context) error {
+	if err := a.adminOnly("drainNode"); err != nil {
+		return err
+	}
+	return a.k.Drain(ctx)
+}
+
+// errDraining refuses to start a workspace on a node that is handing its workspaces over.
+var errDraining = fail(CodeMoved, "this node is draining; the workspace runs on another node")
+
+// routedWorkspace is the workspace object a client gets in cluster mode. Each call goes to the
+// node that runs the workspace: this node's own Workspace, or the owner's over a peer session.
+// A call refused with MOVED before it ran (the workspace moved, or its node is draining) is
+// sent again to the new owner, so a drain fails no call; a call in flight when its node dies
+// fails with UNAVAILABLE (its outcome is unknown) and the next call goes to the new owner.
+// gadget(name) and gadget(name).connect() return routed objects too, which find their
+// target again after a move.
+type routedWorkspace struct {
+	k  *Kernel
+	p  *principal
+	id store.WorkspaceID
+	// shareKey is redeemed when the workspace is first reached (OpenWorkspace's argument).
+	shareKey string
+
+	mu   sync.Mutex
+	cur  *capnweb.Stub            // the workspace object on its node; nil: resolve again
+	sess *capnweb.Session         // the peer session cur lives in (nil when local)
+	kids map[string]*capnweb.Stub // navigation results on cur's node, by path
+}
+
+// route is a routed object reached from the workspace by navigation steps.
+type route struct {
+	ws    *routedWorkspace
+	steps []step
+}
+
+// step is one navigation call: gadget(name) or connect().
+type step struct {
+	method string
+	args   []any
+}
+
+// navigation lists the methods whose result is itself routed, by the object they are called on.
+var navigation = map[int]map[string]bool{0: {"gadget": true}, 1: {"connect": true}}
+
+func (k *Kernel) routed(p *principal, id store.WorkspaceID, shareKey string) *routedWorkspace {
+	return &routedWorkspace{k: k, p: p, id: id, shareKey: shareKey}
+}
+
+// CallMethod implements capnweb.DynamicTarget.
+func (w *routedWorkspace) CallMethod(ctx context.Context, method string, args []any) (any, error) {
+	return (&route{ws: w}).CallMethod(ctx, method, args)
+}
+
+// GetProperty implements capnweb.DynamicTarget.
+func (w *routedWorkspace) GetProperty(ctx context.Context, name string) (any, error) {
+	return (&route{ws: w}).GetProperty(ctx, name)
+}
+
+// Dispose implements capnweb.Disposer: the client holds no reference any more.
+func (w *routedWorkspace) Dispose() {
+	w.mu.Lock()
+	w.reset()
+	w.mu.Unlock()
+}
+
+// CallMethod implements capnweb.DynamicTarget.
+func (r *route) CallMethod(ctx context.Context, method string, args []any) (any, error) {
+	if navigation[len(r.steps)][method] {
+		return &route{ws: r.ws, steps: append(append([]step(nil), r.steps...), step{method, args})}, nil
+	}
+	return r.ws.forward(ctx, r.steps, func(st *capnweb.Stub) *capnweb.Promise { return st.Call(ctx, method, args...) })
+}
+
+// GetProperty implements capnweb.DynamicTarget.
+func (r *route) GetProperty(ctx context.Context, name string) (any, error) {
+	return r.ws.forward(ctx, r.steps, func(st *capnweb.Stub) *capnweb.Promise { return st.Get(name) })
+}
+
+// forward runs call on the object the steps lead to, on the node running the workspace.
+func (w *routedWorkspace) forward(ctx context.Context, steps []step, call func(*capnweb.Stub) *capnweb.Promise) (any, error) {
+	var last error
+	for attempt := range 6 {
+		if attempt > 0 { // the old owner may still hold the lease for a moment
+			select {
+			case <-time.After(time.Duration(25<<attempt) * time.Millisecond):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		st, sess, err := w.target(ctx, steps)
+		if err != nil {
+			if !moved(err) {
+				return nil, err
+			}
+			last = err
+			continue
+		}
+		pr := call(st)
+		capnweb.Unblock(ctx) // sent in order; the next call on this object may go out now
+		v, err := awaitOwned(ctx, pr)
+		if err == nil {
+			return v, nil
+		}
+		switch {
+		case moved(err), errors.Is(err, capnweb.ErrDisposed): // ErrDisposed: another call dropped st first
+			last = err
+		case sess != nil && sessionEnded(sess):
+			w.drop(st)
+			return nil, fail(CodeUnavailable, "the node running workspace %s stopped during the call, so its outcome is unknown; call again", w.id)
+		default:
+			return nil, err
+		}
+		w.drop(st)
+	}
+	return nil, wrapErr(last, "workspace %s keeps moving; try again", w.id)
+}
+
+// target returns the object steps lead to on the workspace's current node.
+func (w *routedWorkspace) target(ctx context.Context, steps []step) (*capnweb.Stub, *capnweb.Session, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cur != nil && w.sess != nil && sessionEnded(w.sess) {
+		w.reset()
+	}
+	if w.cur == nil {
+		cur, sess, err := w.resolve(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		w.cur, w.sess, w.kids = cur, sess, map[string]*capnweb.Stub{}
+	}
+	st := w.cur
+	for i, s := range steps {
+		key := pathKey(steps[:i+1])
+		next := w.kids[key]
+		if next == nil {
+			v, err := awaitOwned(ctx, st.Call(ctx, s.method, s.args...))
+			if err != nil {
+				return nil, nil, err
+			}
+			var ok bool
+			if next, ok = v.(*capnweb.Stub); !ok {
+				return nil, nil, fail(CodeInternal, "%s returned %T, not an object", s.method, v)
+			}
+			w.kids[key] = next
+		}
+		st = next
+	}
+	return st, w.sess, nil
+}
+
+// resolve finds the workspace's node and returns its workspace object there.
+func (w *routedWorkspace) resolve(ctx context.Context) (*capnweb.Stub, *capnweb.Session, error) {
+	c := w.k.cfg.Cluster
+	node, held, err := c.Holder(ctx, w.id)
+	if err != nil {
+		return nil, nil, wrapErr(err, "find the node of workspace %s", w.id)
+	}
+	if !held {
+		if node, err = c.Pick(ctx, w.id); err != nil {
+			return nil, nil, wrapErr(err, "place workspace %s", w.id)
+		}
+	}
+	if node == c.Self() {
+		ws, err := (&Authed{k: w.k, p: w.p}).openLocal(ctx, w.id, w.shareKey)
+		if err != nil {
+			return nil, nil, err
+		}
+		w.shareKey = ""
+		st, err := capnweb.NewStub(ws)
+		return st, nil, err
+	}
+	sess, err := c.Dial(ctx, node, w.p.hash)
+	if err != nil {
+		return nil, nil, fail(CodeMoved, "reach node %s running workspace %s: %v", node, w.id, err)
+	}
+	v, err := awaitOwned(ctx, sess.Main().Call(ctx, "openWorkspace", string(w.id), w.shareKey))
+	if err != nil {
+		sess.Close()
+		return nil, nil, err
+	}
+	w.shareKey = ""
+	st, ok := v.(*capnweb.Stub)
+	if !ok {
+		sess.Close()
+		return nil, nil, fail(CodeInternal, "node %s answered openWorkspace with %T", node, v)
+	}
+	return st, sess, nil
+}
+
+// drop forgets the current target if st still belongs to it.
+func (w *routedWorkspace) drop(st *capnweb.Stub) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cur == nil {
+		return
+	}
+	if st == w.cur {
+		w.reset()
+		return
+	}
+	for _, kid := range w.kids {
+		if kid == st {
+			w.reset()
+			return
+		}
+	}
+}
+
+// reset disposes the current target, its navigation results and its session; w.mu is held.
+func (w *routedWorkspace) reset() {
+	for _, kid := range w.kids {
+		kid.Dispose()
+	}
+	if w.cur != nil {
+		w.cur.Dispose()
+	}
+	if w.sess != nil {
+		w.sess.Close()
+	}
+	w.cur, w.sess, w.kids = nil, nil, nil
+}
+
+// awaitOwned awaits p and returns its value with the stubs in it owned by the caller.
+func awaitOwned(ctx context.Context, p *capnweb.Promise) (any, error) {
+	defer p.Dispose()
+	v, err := p.Await(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return dupStubs(v), nil
+}
+
+// dupStubs copies v, duplicating every stub in it (an awaited value's stubs belong to its
+// promise).
+func dupStubs(v any) any {
+	switch x := v.(type) {
+	case *capnweb.Stub:
+		return x.Dup()
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = dupStubs(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = dupStubs(e)
+		}
+		return out
+	}
+	return v
+}
+
+// moved reports whether err says the workspace is run elsewhere now and the call did not run.
+func moved(err error) bool {
+	var ke *Error
+	if errors.As(err, &ke) {
+		return ke.Code == CodeMoved
+	}
+	var ce *capnweb.Error
+	return errors.As(err, &ce) && ce.Props["code"] == string(CodeMoved)
+}
+
+func sessionEnded(s *capnweb.Session) bool {
+	select {
+	case <-s.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+func pathKey(steps []step) string {
+	key := ""
+	for _, s := range steps {
+		key += s.method + "\x00"
+		for _, a := range s.args {
+			if str, ok := a.(string); ok {
+				key += str
+			}
+			key += "\x00"
+		}
+	}
+	return key
+}

@@ -1,0 +1,463 @@
+// Package cluster tests cluster mode with real processes: three `atelier serve --cluster`
+// nodes on loopback, clients on different nodes, and the failures the cluster must survive:
+// kill -9 of a workspace's node, a paused node (SIGSTOP past its lease) and a drain.
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"atelier/capnweb"
+	"atelier/sdk/guesttest"
+	capnwebtests "atelier/tests/capnweb"
+	"atelier/tests/serveproc"
+)
+
+// leaseTTL is the nodes' --lease-ttl: short, so that failovers in the tests are quick.
+const leaseTTL = 3 * time.Second
+
+var tmpDir string
+
+func TestMain(m *testing.M) { serveproc.Main(m, "cluster", &tmpDir) }
+
+// testCluster is three running nodes.
+type testCluster struct {
+	bin   string
+	nodes []*serveproc.Process
+	admin string // the admin token one node printed on the first start
+}
+
+// startCluster launches n nodes routed to each other and waits until all of them listen.
+func startCluster(t testing.TB, n int, extra ...string) *testCluster {
+	t.Helper()
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secret, []byte("cluster-test-secret-0123456789\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ports := freePorts(t, n)
+	c := &testCluster{bin: serveproc.Binary(t, tmpDir)}
+	for i := range n {
+		var routes []string
+		for j := range n {
+			if j != i {
+				routes = append(routes, fmt.Sprintf("127.0.0.1:%d", ports[j]))
+			}
+		}
+		args := []string{"--cluster", "--node", fmt.Sprintf("n%d", i+1), "--cluster-addr", fmt.Sprintf("127.0.0.1:%d", ports[i]),
+			"--routes", strings.Join(routes, ","), "--cluster-secret-file", secret, "--vault-key", filepath.Join(dir, "vault.key"),
+			"--replicas", fmt.Sprint(min(n, 3)), "--lease-ttl", leaseTTL.String(), "--gadget-idle", "10m", "--workspace-idle", "10m"}
+		c.nodes = append(c.nodes, serveproc.Launch(t, c.bin, filepath.Join(dir, fmt.Sprintf("n%d.db", i+1)), filepath.Join(tmpDir, "cache"),
+			append(args, extra...)...))
+	}
+	for _, p := range c.nodes {
+		p.Wait(t)
+	}
+	tokenLine := regexp.MustCompile(`admin token[^\n]*:\n\s+(\S+)`)
+	for _, p := range c.nodes {
+		if m := tokenLine.FindStringSubmatch(p.Output()); m != nil {
+			if c.admin != "" {
+				t.Fatalf("two nodes printed a first-run admin token")
+			}
+			c.admin = m[1]
+		}
+	}
+	if c.admin == "" {
+		t.Fatal("no node printed the first-run admin token")
+	}
+	return c
+}
+
+func freePorts(t testing.TB, n int) []int {
+	t.Helper()
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports
+}
+
+// client is one Cap'n Web session with a node, authenticated.
+type client struct {
+	s    *capnweb.Session
+	api  *capnweb.Stub
+	todo *capnweb.Stub // ws.gadget("todo").connect(), once set up
+}
+
+func dial(t testing.TB, url, token string) *client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := capnweb.DialWebSocket(ctx, url, capnweb.Options{})
+	if err != nil {
+		t.Fatalf("dial %s: %v", url, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	api, err := capnweb.AwaitAs[*capnweb.Stub](ctx, s.Main().Call(ctx, "authenticate", token))
+	if err != nil {
+		t.Fatalf("authenticate at %s: %v", url, err)
+	}
+	return &client{s: s, api: api}
+}
+
+// openTodo opens the workspace and connects to its to-do gadget.
+func (c *client) openTodo(t testing.TB, ws string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	w := c.api.Call(ctx, "openWorkspace", ws)
+	conn, err := capnweb.AwaitAs[*capnweb.Stub](ctx, w.Call(ctx, "gadget", "todo").Call(ctx, "connect"))
+	if err != nil {
+		t.Fatalf("open workspace %s and connect to todo: %v", ws, err)
+	}
+	c.todo = conn
+}
+
+// add adds an item and reports the error, if any.
+func (c *client) add(title string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := c.todo.Call(ctx, "add", title).Await(ctx)
+	return err
+}
+
+// titles lists the items' titles.
+func (c *client) titles(t *testing.T) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	items, err := capnweb.AwaitAs[[]struct{ Title string }](ctx, c.todo.Call(ctx, "list"))
+	if err != nil {
+		t.Fatalf("list: %v", err)
+	}
+	var out []string
+	for _, it := range items {
+		out = append(out, it.Title)
+	}
+	return out
+}
+
+// setup signs a user up at node 0, creates a workspace there with the Go to-do gadget, and
+// returns the user's token and the workspace id.
+func (tc *testCluster) setup(t testing.TB) (token, ws string) {
+	t.Helper()
+	code, err := os.ReadFile(guesttest.Path(t, "gadgets/todo-go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s, err := capnweb.DialWebSocket(ctx, tc.nodes[0].URL, capnweb.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	user := fmt.Sprintf("u%d", time.Now().UnixNano())
+	if token, err = capnweb.AwaitAs[string](ctx, s.Main().Call(ctx, "signup", user, "a long enough password")); err != nil {
+		t.Fatalf("signup: %v", err)
+	}
+	authed := s.Main().Call(ctx, "authenticate", token)
+	w := authed.Call(ctx, "createWorkspace", "busy")
+	info, err := capnweb.AwaitAs[struct{ ID string }](ctx, w.Get("info"))
+	if err != nil {
+		t.Fatalf("create workspace: %v", err)
+	}
+	grants := []string{"atelier:host/kv", "atelier:host/log", "atelier:host/events"}
+	if _, err := w.Call(ctx, "createGadget", "todo", code, grants).Await(ctx); err != nil {
+		t.Fatalf("create gadget: %v", err)
+	}
+	return token, info.ID
+}
+
+// busyWorkspace sets up a workspace on node 1 and a writer adding items to it through node 2,
+// and waits until the writer's first 10 items were acknowledged.
+func (tc *testCluster) busyWorkspace(t testing.TB) (token, ws string, w *writer) {
+	t.Helper()
+	token, ws = tc.setup(t)
+	c := dial(t, tc.nodes[1].URL, token)
+	c.openTodo(t, ws)
+	w = startWriter(c, "w")
+	w.waitAcked(t, 10, 30*time.Second)
+	return token, ws, w
+}
+
+// status runs `atelier cluster status --json` against node i as the admin.
+func (tc *testCluster) status(t testing.TB, i int) string {
+	t.Helper()
+	cmd := exec.Command(tc.bin, "cluster", "status", "--server", tc.nodes[i].URL)
+	cmd.Env = append(os.Environ(), "ATELIER_TOKEN="+tc.admin, "XDG_CONFIG_HOME="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("atelier cluster status: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
+// ownerOf returns the node running ws according to `atelier cluster status` at node i ("" if none).
+func (tc *testCluster) ownerOf(t *testing.T, i int, ws string) string {
+	t.Helper()
+	sc := bufio.NewScanner(strings.NewReader(tc.status(t, i)))
+	for sc.Scan() {
+		if f := strings.Fields(sc.Text()); len(f) == 2 && f[0] == ws {
+			return f[1]
+		}
+	}
+	return ""
+}
+
+// writer adds items through one client until stopped, and keeps what was acknowledged.
+type writer struct {
+	c     *client
+	name  string
+	mu    sync.Mutex
+	acked []string
+	times []time.Time // when each acked write was acknowledged
+	fails []error
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+func startWriter(c *client, name string) *writer {
+	w := &writer{c: c, name: name, stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for i := 0; ; i++ {
+			select {
+			case <-w.stop:
+				return
+			default:
+			}
+			title := fmt.Sprintf("%s-%d", name, i)
+			err := c.add(title)
+			w.mu.Lock()
+			if err == nil {
+				w.acked = append(w.acked, title)
+				w.times = append(w.times, time.Now())
+			} else {
+				w.fails = append(w.fails, err)
+			}
+			w.mu.Unlock()
+			if err != nil {
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+	}()
+	return w
+}
+
+// waitAcked waits until the writer has n acknowledged items more than it had at from.
+func (w *writer) waitAcked(t testing.TB, n int, within time.Duration) {
+	t.Helper()
+	w.mu.Lock()
+	want := len(w.acked) + n
+	w.mu.Unlock()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		w.mu.Lock()
+		got := len(w.acked)
+		w.mu.Unlock()
+		if got >= want {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t.Fatalf("writer %s: %d acknowledged items within %v, want %d; errors: %v", w.name, len(w.acked), within, want, w.fails)
+}
+
+func (w *writer) finish() ([]string, []error) {
+	close(w.stop)
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.acked), slices.Clone(w.fails)
+}
+
+// checkAll fails unless every acknowledged title is in the list.
+func checkAll(t *testing.T, list, acked []string) {
+	t.Helper()
+	have := map[string]bool{}
+	for _, s := range list {
+		have[s] = true
+	}
+	var lost []string
+	for _, s := range acked {
+		if !have[s] {
+			lost = append(lost, s)
+		}
+	}
+	if len(lost) > 0 {
+		t.Fatalf("%d of %d acknowledged writes are lost: %v", len(lost), len(acked), lost)
+	}
+}
+
+// TestTodoScenarioAcrossNodes runs the kernel's end-to-end scenario (tests/e2e/todo.mjs, the
+// official capnweb client) with its phases on different nodes: signup, deploy and two live
+// subscribers on node 1, then login, the items, a new item and its event on node 2.
+func TestTodoScenarioAcrossNodes(t *testing.T) {
+	root, err := capnwebtests.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeDir := capnwebtests.NodeDir(root)
+	if err := capnwebtests.CheckNode(nodeDir); err != nil {
+		t.Fatal(err)
+	}
+	tc := startCluster(t, 3)
+	code := guesttest.Path(t, "gadgets/todo-go")
+	state := filepath.Join(t.TempDir(), "state.json")
+	script := filepath.Join(root, "tests", "e2e", "todo.mjs")
+	for _, run := range [][]string{{"setup", tc.nodes[0].URL, code, state}, {"check", tc.nodes[1].URL, state}} {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		out, err := capnwebtests.RunNode(ctx, nodeDir, script, run...)
+		cancel()
+		t.Logf("node todo.mjs %s (node %s):\n%s", run[0], run[1], out)
+		if err != nil {
+			t.Fatalf("todo scenario, phase %s: %v", run[0], err)
+		}
+	}
+	st := tc.status(t, 2)
+	for _, n := range []string{"n1", "n2", "n3"} {
+		if !strings.Contains(st, n+" ") {
+			t.Errorf("cluster status lacks node %s:\n%s", n, st)
+		}
+	}
+	t.Logf("atelier cluster status:\n%s", st)
+}
+
+// TestKillOwnerLosesNoAcknowledgedWrite kills (-9) the node running a busy workspace while a
+// client on another node writes to it: the workspace moves, the client carries on, and every
+// write that was acknowledged is still there. It reports the stall.
+func TestKillOwnerLosesNoAcknowledgedWrite(t *testing.T) {
+	tc := startCluster(t, 3)
+	token, ws, w := tc.busyWorkspace(t)
+	if owner := tc.ownerOf(t, 1, ws); owner != "n1" {
+		t.Fatalf("workspace runs on %q, want n1 (where it was created)", owner)
+	}
+	killed := time.Now()
+	tc.nodes[0].Kill(t)
+	w.waitAcked(t, 20, 60*time.Second)
+	stall := w.stallAfter(killed)
+	acked, fails := w.finish()
+	t.Logf("kill -9 of the owner: %d writes acknowledged, %d failed during the failover; stall %v (lease TTL %v)",
+		len(acked), len(fails), stall.Round(time.Millisecond), leaseTTL)
+	reader := dial(t, tc.nodes[2].URL, token)
+	reader.openTodo(t, ws)
+	checkAll(t, reader.titles(t), acked)
+	if owner := tc.ownerOf(t, 2, ws); owner != "n2" && owner != "n3" {
+		t.Fatalf("after the kill the workspace runs on %q, want n2 or n3", owner)
+	}
+}
+
+// stallAfter is the time from t to the first write acknowledged after it.
+func (w *writer) stallAfter(t time.Time) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, at := range w.times {
+		if at.After(t) {
+			return at.Sub(t)
+		}
+	}
+	return -1
+}
+
+// TestPausedOwnerIsFenced pauses (SIGSTOP) the node running a workspace past its lease: a
+// client on another node carries on with a new owner; after SIGCONT the old owner's lease is
+// lost, it stops the workspace, and the writes acknowledged by the new owner are all there.
+func TestPausedOwnerIsFenced(t *testing.T) {
+	tc := startCluster(t, 3)
+	token, ws, w := tc.busyWorkspace(t)
+	tc.nodes[0].Signal(t, syscall.SIGSTOP)
+	w.waitAcked(t, 20, 60*time.Second) // moved to n2 or n3 once the lease expired
+	owner := tc.ownerOf(t, 1, ws)
+	if owner != "n2" && owner != "n3" {
+		t.Fatalf("while n1 is paused the workspace runs on %q, want n2 or n3", owner)
+	}
+	// A client of the paused node: its call waits in the socket and runs after SIGCONT.
+	late := make(chan error, 1)
+	go func() {
+		old := dial(t, tc.nodes[0].URL, token)
+		old.openTodo(t, ws)
+		late <- old.add("late-via-n1")
+	}()
+	time.Sleep(200 * time.Millisecond)
+	tc.nodes[0].Signal(t, syscall.SIGCONT)
+	w.waitAcked(t, 10, 30*time.Second)
+	acked, _ := w.finish()
+	if err := <-late; err != nil {
+		t.Logf("the call sent to the paused node failed (allowed): %v", err)
+	} else {
+		acked = append(acked, "late-via-n1")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(tc.nodes[0].Output(), "workspace lease lost") && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(tc.nodes[0].Output(), "workspace lease lost") {
+		t.Errorf("the resumed node did not stop the workspace whose lease it lost")
+	}
+	reader := dial(t, tc.nodes[2].URL, token)
+	reader.openTodo(t, ws)
+	checkAll(t, reader.titles(t), acked)
+	if now := tc.ownerOf(t, 2, ws); now != owner {
+		t.Fatalf("after SIGCONT the workspace runs on %q, want it to stay on %s", now, owner)
+	}
+}
+
+// TestDrainFailsNoCall drains the node running a workspace while clients on the two other
+// nodes write to it: the workspace moves and no call fails.
+func TestDrainFailsNoCall(t *testing.T) {
+	tc := startCluster(t, 3)
+	token, ws := tc.setup(t)
+	var ws2 []*writer
+	for i := 1; i <= 2; i++ {
+		c := dial(t, tc.nodes[i].URL, token)
+		c.openTodo(t, ws)
+		ws2 = append(ws2, startWriter(c, fmt.Sprintf("n%d", i+1)))
+	}
+	for _, w := range ws2 {
+		w.waitAcked(t, 10, 30*time.Second)
+	}
+	cmd := exec.Command(tc.bin, "cluster", "drain", "--server", tc.nodes[0].URL)
+	cmd.Env = append(os.Environ(), "ATELIER_TOKEN="+tc.admin, "XDG_CONFIG_HOME="+t.TempDir())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("atelier cluster drain: %v\n%s", err, out)
+	} else {
+		t.Logf("%s", out)
+	}
+	for _, w := range ws2 {
+		w.waitAcked(t, 10, 30*time.Second)
+	}
+	var acked []string
+	for _, w := range ws2 {
+		a, fails := w.finish()
+		if len(fails) > 0 {
+			t.Errorf("writer %s: %d calls failed during the drain: %v", w.name, len(fails), fails)
+		}
+		acked = append(acked, a...)
+	}
+	if owner := tc.ownerOf(t, 1, ws); owner != "n2" && owner != "n3" {
+		t.Fatalf("after the drain the workspace runs on %q, want n2 or n3", owner)
+	}
+	reader := dial(t, tc.nodes[2].URL, token)
+	reader.openTodo(t, ws)
+	checkAll(t, reader.titles(t), acked)
+}
