@@ -66,7 +66,11 @@ Examples:
 			fs.StringVar(&o.cluster.cfg.Name, "node", "", "cluster: this node's unique, stable name")
 			fs.StringVar(&o.cluster.cfg.Listen, "cluster-addr", "", "cluster: HOST:PORT the other nodes route to (empty: a cluster of this node alone)")
 			fs.Func("routes", "cluster: comma-separated HOST:PORT of the other nodes' --cluster-addr", func(v string) error {
-				o.cluster.cfg.Routes = strings.Split(v, ",")
+				for _, r := range strings.Split(v, ",") {
+					if r = strings.TrimSpace(r); r != "" {
+						o.cluster.cfg.Routes = append(o.cluster.cfg.Routes, r)
+					}
+				}
 				return nil
 			})
 			fs.StringVar(&o.cluster.secretFile, "cluster-secret-file", "", "cluster: file holding the secret every node shares (created with a random secret if missing)")

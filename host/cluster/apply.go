@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -35,8 +36,21 @@ func (s *Store) startApplier(ctx context.Context) error {
 	return nil
 }
 
+// applyLoop applies the log in order. A commit entry is handed to the replica's committer
+// without waiting for it (the committer applies commits in the order they were submitted, and
+// writes all those waiting in one transaction), so that a busy log is applied in batches;
+// every other entry first waits for the commits before it. The completer goroutine reports
+// entries as applied in log order once their results are in.
 func (s *Store) applyLoop() {
 	defer close(s.done)
+	inflight := make(chan applying, 4096)
+	completed := make(chan struct{})
+	go s.complete(inflight, completed)
+	defer func() {
+		close(inflight)
+		<-completed
+	}()
+	var last uint64 // the last entry handed over
 	for {
 		msg, err := s.msgs.Next()
 		if err != nil {
@@ -57,17 +71,54 @@ func (s *Store) applyLoop() {
 			continue
 		}
 		seq := md.Sequence.Stream
-		if seq <= s.Applied() {
+		if seq <= last {
 			continue
 		}
-		r := s.applyMsg(seq, msg.Data())
-		id := msg.Headers().Get(jetstream.MsgIDHeader)
+		e, err := s.decodeMsg(seq, msg.Data())
+		a := applying{seq: seq, id: msg.Headers().Get(jetstream.MsgIDHeader)}
+		switch {
+		case err != nil:
+			a.r = result{err: err}
+		case e.Op == opCommit:
+			a.wait = s.applyCommit(e)
+		default:
+			if err := s.waitApplied(s.ctx, last); err != nil {
+				return
+			}
+			a.r = s.applyEntry(seq, e)
+		}
+		last = seq
+		select {
+		case inflight <- a:
+		case <-s.ctx.Done():
+			return
+		}
+	}
+}
+
+// applying is an entry handed to the replica: its result, or the function that waits for it.
+type applying struct {
+	seq  uint64
+	id   string
+	r    result
+	wait func() result
+}
+
+// complete reports the entries of inflight as applied, in order, once their results are in,
+// and hands each result to the writer waiting for it.
+func (s *Store) complete(inflight <-chan applying, done chan<- struct{}) {
+	defer close(done)
+	for a := range inflight {
+		r := a.r
+		if a.wait != nil {
+			r = a.wait()
+		}
 		s.mu.Lock()
-		s.applied = seq
+		s.applied = a.seq
 		close(s.advanced)
 		s.advanced = make(chan struct{})
-		waiter := s.waiters[id]
-		delete(s.waiters, id)
+		waiter := s.waiters[a.id]
+		delete(s.waiters, a.id)
 		s.mu.Unlock()
 		if waiter != nil {
 			waiter <- r
@@ -75,9 +126,9 @@ func (s *Store) applyLoop() {
 	}
 }
 
-// applyMsg decodes and applies the entry with stream sequence seq. Every replica gets the
-// same result for it, since the replicas apply the same entries in the same order.
-func (s *Store) applyMsg(seq uint64, data []byte) result {
+// decodeMsg decodes the entry with stream sequence seq, fetching it from the blob store when
+// the log holds only its reference. A malformed entry is skipped (every replica skips it).
+func (s *Store) decodeMsg(seq uint64, data []byte) (entry, error) {
 	e, err := decodeEntry(data)
 	if err == nil && e.Op == opBlobEntry {
 		if data, err = s.blobs.get(s.ctx, e.Blob); err == nil {
@@ -89,8 +140,15 @@ func (s *Store) applyMsg(seq uint64, data []byte) result {
 	}
 	if err != nil {
 		s.log.Error("skipping a log entry", "seq", seq, "err", err)
-		return result{err: fmt.Errorf("log entry %d: %w", seq, err)}
+		return entry{}, fmt.Errorf("log entry %d: %w", seq, err)
 	}
+	return e, nil
+}
+
+// applyEntry applies an entry other than a commit, and tells the kernel about revocations.
+// Every replica gets the same result for it, since the replicas apply the same entries in the
+// same order.
+func (s *Store) applyEntry(seq uint64, e entry) result {
 	r := s.apply(seq, e)
 	if r.err == nil && (e.Op == opDeleteToken || e.Op == opDeleteAgent) {
 		s.mu.Lock()
@@ -153,8 +211,6 @@ func (s *Store) apply(seq uint64, e entry) result {
 		return result{}
 	case opEpoch:
 		return result{err: s.applyEpoch(seq, e)}
-	case opCommit:
-		return s.applyCommit(e)
 	}
 	return result{err: fmt.Errorf("%w: op %q", errMalformed, e.Op)} // decodeEntry lets no other op through
 }
@@ -181,11 +237,12 @@ func (s *Store) applyEpoch(seq uint64, e entry) error {
 	return nil
 }
 
-// applyCommit applies the commits of a commit entry in order, each atomically; the commits of
-// one chain after a failed one fail with store.ErrChainBroken (store.Bolt's CommitChain does
-// both). The NATS server appended the entry only while its epoch was the workspace's latest,
-// so the epoch check here holds for every entry it let through.
-func (s *Store) applyCommit(e entry) result {
+// applyCommit submits the commits of a commit entry to the replica in order, each atomic, and
+// returns the function that waits for their results; the commits of one chain after a failed
+// one fail with store.ErrChainBroken (store.Bolt's CommitChain does both). The NATS server
+// appended the entry only while its epoch was the workspace's latest, so the epoch check here
+// holds for every entry it let through.
+func (s *Store) applyCommit(e entry) func() result {
 	errs := make([]error, len(e.Commits))
 	s.mu.Lock()
 	w := s.workspaces[e.WS]
@@ -198,7 +255,7 @@ func (s *Store) applyCommit(e entry) result {
 		for i := range errs {
 			errs[i] = fmt.Errorf("commit to workspace %s: %w", e.WS, why)
 		}
-		return result{commits: errs}
+		return func() result { return result{commits: errs} }
 	}
 	// Blobs are read until they arrive, so a failure means the store is closing: the entry
 	// then fails as a whole (the replica is rebuilt on the next start anyway).
@@ -212,7 +269,7 @@ func (s *Store) applyCommit(e entry) result {
 					for k := range errs {
 						errs[k] = fmt.Errorf("commit to workspace %s: %w", e.WS, err)
 					}
-					return result{commits: errs}
+					return func() result { return result{commits: errs} }
 				}
 				m.Value = code
 			}
@@ -231,19 +288,33 @@ func (s *Store) applyCommit(e entry) result {
 		}
 		pending[i] = chain.Submit(muts[i])
 	}
-	deleted := false
+	deletes := slices.ContainsFunc(muts, hasDeleteWorkspace)
+	if deletes { // later entries of the workspace must see it gone
+		wait := s.waitCommits(pending, errs)
+		s.forgetDeleted(e.WS, muts, errs)
+		return func() result { return wait }
+	}
+	return func() result { return s.waitCommits(pending, errs) }
+}
+
+// waitCommits waits for the submitted commits and returns their results.
+func (s *Store) waitCommits(pending []*store.Pending, errs []error) result {
 	for i, p := range pending {
 		errs[i] = p.Wait()
-		if errs[i] == nil && hasDeleteWorkspace(muts[i]) {
-			deleted = true
-		}
-	}
-	if deleted {
-		s.mu.Lock()
-		delete(s.workspaces, e.WS)
-		s.mu.Unlock()
 	}
 	return result{commits: errs}
+}
+
+// forgetDeleted drops the applier's state of a workspace one of whose commits deleted it.
+func (s *Store) forgetDeleted(ws store.WorkspaceID, muts [][]store.Mutation, errs []error) {
+	for i := range muts {
+		if errs[i] == nil && hasDeleteWorkspace(muts[i]) {
+			s.mu.Lock()
+			delete(s.workspaces, ws)
+			s.mu.Unlock()
+			return
+		}
+	}
 }
 
 func hasDeleteWorkspace(muts []store.Mutation) bool {

@@ -10,6 +10,7 @@ import (
 
 	"atelier/capnweb"
 	"atelier/sdk/guesttest"
+	capnwebtests "atelier/tests/capnweb"
 	"atelier/tests/loadgen"
 	"atelier/tests/serveproc"
 )
@@ -36,24 +37,40 @@ func BenchmarkCalls(b *testing.B) {
 		nodes int
 	}{{"bbolt", 0}, {"jetstream-R1", 1}, {"jetstream-R3", 3}} {
 		b.Run(mode.name, func(b *testing.B) {
-			var urls []string
+			procs := []*serveproc.Process{}
 			if mode.nodes == 0 {
-				p := serveproc.Start(b, serveproc.Binary(b, tmpDir), filepath.Join(b.TempDir(), "atelier.db"), filepath.Join(tmpDir, "cache"))
-				urls = []string{p.URL}
+				procs = append(procs, serveproc.Start(b, serveproc.Binary(b, tmpDir), filepath.Join(b.TempDir(), "atelier.db"), filepath.Join(tmpDir, "cache")))
 			} else {
-				for _, p := range startCluster(b, mode.nodes).nodes {
-					urls = append(urls, p.URL)
-				}
+				procs = startCluster(b, mode.nodes).nodes
+			}
+			var urls []string
+			for _, p := range procs {
+				urls = append(urls, p.URL)
 			}
 			conns := counterFleet(b, urls, code)
+			cpu0 := serversCPU(b, procs)
 			loadgen.Run(b, len(conns), func(c int) error {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
 				_, err := conns[c].Call(ctx, "increment", 1).Await(ctx)
 				return err
 			})
+			b.ReportMetric(float64(serversCPU(b, procs)-cpu0)/float64(b.N), "server-cpu-ns/op")
 		})
 	}
+}
+
+// serversCPU is the CPU time the server processes have used so far, together.
+func serversCPU(b *testing.B, procs []*serveproc.Process) time.Duration {
+	var sum time.Duration
+	for _, p := range procs {
+		d, err := capnwebtests.ProcessCPU(p.Pid())
+		if err != nil {
+			b.Fatal(err)
+		}
+		sum += d
+	}
+	return sum
 }
 
 // counterFleet signs a user up, creates benchWorkspaces workspaces (workspace j on node

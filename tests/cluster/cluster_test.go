@@ -56,9 +56,11 @@ func startCluster(t testing.TB, n int, extra ...string) *testCluster {
 				routes = append(routes, fmt.Sprintf("127.0.0.1:%d", ports[j]))
 			}
 		}
-		args := []string{"--cluster", "--node", fmt.Sprintf("n%d", i+1), "--cluster-addr", fmt.Sprintf("127.0.0.1:%d", ports[i]),
-			"--routes", strings.Join(routes, ","), "--cluster-secret-file", secret, "--vault-key", filepath.Join(dir, "vault.key"),
-			"--replicas", fmt.Sprint(min(n, 3)), "--lease-ttl", leaseTTL.String(), "--gadget-idle", "10m", "--workspace-idle", "10m"}
+		args := []string{"--cluster", "--node", fmt.Sprintf("n%d", i+1), "--cluster-secret-file", secret, "--vault-key", filepath.Join(dir, "vault.key"),
+			"--lease-ttl", leaseTTL.String(), "--gadget-idle", "10m", "--workspace-idle", "10m"}
+		if n > 1 { // one node alone runs without routes (JetStream R1)
+			args = append(args, "--cluster-addr", fmt.Sprintf("127.0.0.1:%d", ports[i]), "--routes", strings.Join(routes, ","), "--replicas", fmt.Sprint(min(n, 3)))
+		}
 		c.nodes = append(c.nodes, serveproc.Launch(t, c.bin, filepath.Join(dir, fmt.Sprintf("n%d.db", i+1)), filepath.Join(tmpDir, "cache"),
 			append(args, extra...)...))
 	}
