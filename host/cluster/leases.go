@@ -230,17 +230,29 @@ func (l *Leases) heartbeat() {
 	}
 }
 
+// HeldHere is the number of leases this node holds.
+func (l *Leases) HeldHere() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.heldLocked()
+}
+
+func (l *Leases) heldLocked() int {
+	n := 0
+	for _, c := range l.claims {
+		if c != nil {
+			n++
+		}
+	}
+	return n
+}
+
 // publish puts this node's record.
 func (l *Leases) publish(ctx context.Context) error {
 	l.publishM.Lock()
 	defer l.publishM.Unlock()
 	l.mu.Lock()
-	rec := memberRecord{Address: l.addr, Draining: l.draining, Started: l.started}
-	for _, c := range l.claims {
-		if c != nil {
-			rec.Leases++
-		}
-	}
+	rec := memberRecord{Address: l.addr, Draining: l.draining, Started: l.started, Leases: l.heldLocked()}
 	l.mu.Unlock()
 	b, err := json.Marshal(rec)
 	if err != nil {

@@ -3,8 +3,10 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"atelier/capnweb"
+	"atelier/host/metrics"
 	"atelier/host/store"
 )
 
@@ -118,6 +120,33 @@ func (m *Member) Status(ctx context.Context) (any, error) {
 		st.PeerSessions = m.router.Sessions()
 	}
 	return st, nil
+}
+
+// WriteMetrics implements kernel.Cluster: this node's view of the cluster as Prometheus
+// gauges.
+func (m *Member) WriteMetrics(t *metrics.TextWriter) {
+	gauge := func(name, help string, v float64) {
+		t.Family(name, metrics.Gauge, help)
+		t.Sample(name, nil, v)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	gauge("atelier_cluster_applied_sequence", "The last log entry this node's replica applied.", float64(m.store.Applied()))
+	if lag, err := m.store.Lag(ctx); err == nil {
+		gauge("atelier_cluster_replica_lag", "Log entries this node's replica has not applied yet.", float64(lag))
+	}
+	gauge("atelier_cluster_leases_held", "Workspaces this node runs (leases it holds).", float64(m.leases.HeldHere()))
+	if nodes, err := m.leases.Nodes(ctx); err == nil {
+		gauge("atelier_cluster_nodes_live", "Nodes whose membership record is live.", float64(len(nodes)))
+	}
+	draining := 0.0
+	if m.Draining() {
+		draining = 1
+	}
+	gauge("atelier_cluster_draining", "1 while this node hands its workspaces over.", draining)
+	if m.router != nil {
+		gauge("atelier_cluster_peer_sessions", "Cap'n Web sessions with other nodes, both directions.", float64(m.router.Sessions()))
+	}
 }
 
 // Close leaves the cluster: peer sessions end, the store and leases stop, the node shuts

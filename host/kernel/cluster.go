@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"atelier/capnweb"
+	"atelier/host/metrics"
 	"atelier/host/store"
 )
 
@@ -28,6 +29,8 @@ type Cluster interface {
 	Dial(ctx context.Context, node store.NodeID, tokenHash string) (*capnweb.Session, error)
 	// Status describes the cluster as this node sees it (for clusterStatus()).
 	Status(ctx context.Context) (any, error)
+	// WriteMetrics writes this node's cluster gauges (replica lag, leases held, ...).
+	WriteMetrics(t *metrics.TextWriter)
 }
 
 // PeerMain is the main object of a session another node opens for one of its clients: the

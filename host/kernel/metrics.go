@@ -188,4 +188,7 @@ func (k *Kernel) WriteMetrics(t *metrics.TextWriter) {
 	}
 	t.Family("atelier_gadget_instances_live", metrics.Gauge, "Gadget instances loaded now.")
 	t.Sample("atelier_gadget_instances_live", nil, float64(live))
+	if k.cfg.Cluster != nil {
+		k.cfg.Cluster.WriteMetrics(t)
+	}
 }

@@ -7,7 +7,9 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -343,6 +345,37 @@ func TestTodoScenarioAcrossNodes(t *testing.T) {
 		}
 	}
 	t.Logf("atelier cluster status:\n%s", st)
+	for i, p := range tc.nodes {
+		m := tc.metrics(t, p)
+		want := "atelier_cluster_leases_held 0"
+		if i == 0 {
+			want = "atelier_cluster_leases_held 1" // the workspace runs where it was created
+		}
+		if !strings.Contains(m, want) || !strings.Contains(m, "atelier_cluster_replica_lag ") {
+			t.Errorf("/metrics of node %d lacks %q or the replica lag:\n%s", i+1, want, m)
+		}
+	}
+}
+
+// metrics reads a node's /metrics as the admin.
+func (tc *testCluster) metrics(t testing.TB, p *serveproc.Process) string {
+	t.Helper()
+	u := strings.Replace(strings.TrimSuffix(p.URL, "/api"), "ws://", "http://", 1) + "/metrics"
+	req, err := http.NewRequest("GET", u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tc.admin)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", u, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s %v", u, resp.Status, err)
+	}
+	return string(b)
 }
 
 // TestKillOwnerLosesNoAcknowledgedWrite kills (-9) the node running a busy workspace while a
