@@ -2,8 +2,10 @@
 // operations on a WAT component and on the Go and JS gadgets next to the same operations done as
 // bare Wasmtime C-API calls, the kernel's whole call path next to the same gadget call made
 // directly through host/runtime (each with the ratio between them, measured back to back in the
-// same run), the gatekeeper hop (a gatekeeper's HTTP call next to the same plain Go HTTP call,
-// with the difference), then the other benchmarks (Cap'n Web, kernel) with their extra metrics.
+// same run), cluster mode next to one node (three nodes on JetStream R3, one on R1, against one
+// node with its bbolt file, with the same load), the gatekeeper hop (a gatekeeper's HTTP call
+// next to the same plain Go HTTP call, with the difference), then the other benchmarks (Cap'n
+// Web, kernel, cluster failover) with their extra metrics.
 //
 //	go run ./tests/bench                  # all benchmarks, 1s each
 //	go run ./tests/bench -benchtime 200ms # quicker, noisier
@@ -31,6 +33,8 @@ var packages = []string{"./host/runtime", "./tests/runtime", "./capnweb", "./tes
 var pairs = []struct{ title, slow, fast, slowName, fastName string }{
 	{"Runtime overhead against bare Wasmtime C-API calls (same run):", "/runtime", "/bare", "runtime", "bare C API"},
 	{"Whole path (WebSocket, kernel, commit) against direct host/runtime calls (same run):", "/full", "/direct", "full path", "direct"},
+	{"Cluster of three nodes (JetStream R3) against one node with its bbolt file, 100 clients (same run):", "/jetstream-R3", "/bbolt", "3 nodes R3", "bbolt"},
+	{"One cluster node (JetStream R1) against one node with its bbolt file, 100 clients (same run):", "/jetstream-R1", "/bbolt", "1 node R1", "bbolt"},
 }
 
 func main() {
