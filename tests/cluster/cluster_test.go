@@ -6,6 +6,7 @@ package cluster
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -495,4 +496,81 @@ func TestDrainFailsNoCall(t *testing.T) {
 	reader := dial(t, tc.nodes[2].URL, token)
 	reader.openTodo(t, ws)
 	checkAll(t, reader.titles(t), acked)
+}
+
+// TestBoundariesHoldAcrossNodes checks that routing to another node keeps every check: a
+// stranger cannot open someone's workspace through any node, and a token revoked on one node
+// stops a session on another node at its next call, including calls it routes to the owner.
+func TestBoundariesHoldAcrossNodes(t *testing.T) {
+	tc := startCluster(t, 3)
+	token, ws := tc.setup(t) // workspace on n1
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	// A stranger signs up on n3 and tries the workspace through n2 and n3.
+	s, err := capnweb.DialWebSocket(ctx, tc.nodes[2].URL, capnweb.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	strangerToken, err := capnweb.AwaitAs[string](ctx, s.Main().Call(ctx, "signup", "stranger", "a long enough password"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{1, 2} {
+		c := dial(t, tc.nodes[i].URL, strangerToken)
+		_, err := c.api.Call(ctx, "openWorkspace", ws).Call(ctx, "gadget", "todo").Call(ctx, "connect").Call(ctx, "list").Await(ctx)
+		if code := errCode(err); code != "FORBIDDEN" {
+			t.Fatalf("a stranger opened another user's workspace through node %d: err %v (code %q), want FORBIDDEN", i+1, err, code)
+		}
+	}
+
+	// The owner's second session (a login of its own) on n2 reaches the workspace on n1; the
+	// token is revoked through n3; the n2 session's next routed call is refused.
+	var user struct{ Username string }
+	if user, err = capnweb.AwaitAs[struct{ Username string }](ctx, dial(t, tc.nodes[0].URL, token).api.Get("whoami")); err != nil {
+		t.Fatal(err)
+	}
+	second, err := capnweb.AwaitAs[string](ctx, s.Main().Call(ctx, "login", user.Username, "a long enough password"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, tc.nodes[1].URL, second)
+	c.openTodo(t, ws)
+	if err := c.add("before logout"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dial(t, tc.nodes[2].URL, second).api.Call(ctx, "logout").Await(ctx); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	landed := false // a call may land while the revocation is still reaching n2 and n1
+	for {
+		err := c.add("after logout")
+		if errCode(err) == "UNAUTHORIZED" {
+			break
+		}
+		landed = landed || err == nil
+		if time.Now().After(deadline) {
+			t.Fatalf("a session on n2 still calls the workspace 10 s after its token was revoked on n3: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The first token still works, and only calls that were acknowledged landed.
+	reader := dial(t, tc.nodes[0].URL, token)
+	reader.openTodo(t, ws)
+	if titles := reader.titles(t); slices.Contains(titles, "after logout") != landed {
+		t.Fatalf("items %v after the logout, though the calls after it were %s", titles, map[bool]string{true: "acknowledged", false: "refused"}[landed])
+	}
+}
+
+// errCode is the code property of a refused call's error ("" for none).
+func errCode(err error) string {
+	var ce *capnweb.Error
+	if errors.As(err, &ce) {
+		if code, ok := ce.Props["code"].(string); ok {
+			return code
+		}
+	}
+	return ""
 }
