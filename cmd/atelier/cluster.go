@@ -58,6 +58,9 @@ func clusterStatusCommand() command {
 				}
 				fmt.Fprintf(out, "node %s: replica applied %d (lag %d), %d peer sessions; replicas %d, sync %s, lease TTL %s\n\n",
 					st.Self, st.Applied, st.Lag, st.PeerSessions, st.Replicas, sync, st.LeaseTTL)
+				for _, p := range st.Problems {
+					fmt.Fprintf(out, "incomplete (try again in a few seconds): %s\n", p)
+				}
 				tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "NODE\tADDRESS\tSTATE\tWORKSPACES\tUP\tLAST SEEN")
 				for _, n := range st.Nodes {

@@ -156,8 +156,7 @@ func serve(ctx context.Context, o serveOptions) error {
 	defer k.Close()
 	if member != nil {
 		member.Store().OnRevoke(k.NoteRevocation)
-		peerMain := func(ctx context.Context, tokenHash string) (any, error) { return k.PeerMain(ctx, tokenHash) }
-		if err := member.Serve(peerMain, capnweb.Options{}); err != nil {
+		if err := member.Serve(k.PeerMain, capnweb.Options{}); err != nil {
 			return err
 		}
 	}

@@ -302,7 +302,11 @@ func (l *Leases) Nodes(ctx context.Context) ([]NodeInfo, error) {
 	}
 	out := make([]NodeInfo, 0, len(l.nodes))
 	for _, n := range l.nodes {
-		out = append(out, n)
+		// A record unrefreshed for a whole lease TTL (four heartbeats) is a dead node's, even
+		// while a leader change of the bucket holds its expiry up.
+		if n.Name == l.node.Name() || time.Since(n.Seen) <= l.ttl {
+			out = append(out, n)
+		}
 	}
 	slices.SortFunc(out, func(a, b NodeInfo) int { return strings.Compare(string(a.Name), string(b.Name)) })
 	return out, nil
@@ -362,7 +366,19 @@ func (l *Leases) Holder(ctx context.Context, ws store.WorkspaceID) (store.NodeID
 	if err != nil {
 		return "", false, fmt.Errorf("lease holder of workspace %s: %w", ws, err)
 	}
+	if l.stale(e) {
+		return "", false, nil
+	}
 	return store.NodeID(e.Value()), true, nil
+}
+
+// stale reports whether a lease went unrenewed for longer than the TTL and a half. The server
+// removes such an entry itself, but a change of the bucket's Raft leader (the leader's node
+// died) can hold that up for seconds; its holder has stopped using it by then (it self-fences
+// a quarter TTL before the TTL), so it may be taken over. Clocks only decide liveness here:
+// a holder that is wrongly taken over is refused by the epoch fence.
+func (l *Leases) stale(e jetstream.KeyValueEntry) bool {
+	return time.Since(e.Created()) > l.ttl+l.ttl/2
 }
 
 // Held returns every lease: workspace to the node holding it.
@@ -382,7 +398,7 @@ func (l *Leases) Held(ctx context.Context) (map[store.WorkspaceID]store.NodeID, 
 			if e == nil {
 				return held, nil
 			}
-			if ws, ok := strings.CutPrefix(e.Key(), "ws."); ok {
+			if ws, ok := strings.CutPrefix(e.Key(), "ws."); ok && !l.stale(e) {
 				held[store.WorkspaceID(ws)] = store.NodeID(e.Value())
 			}
 		case <-ctx.Done():
@@ -476,9 +492,9 @@ func (c *Claim) acquire(ctx context.Context) (time.Time, error) {
 			// expired or released since: create again
 		case err != nil:
 			return time.Time{}, fmt.Errorf("claim workspace %s: %w", c.ws, err)
-		case store.NodeID(e.Value()) != self:
+		case store.NodeID(e.Value()) != self && !c.l.stale(e):
 			return time.Time{}, &store.OwnerError{Workspace: c.ws, Node: store.NodeID(e.Value())}
-		default:
+		default: // this node's own earlier lease, or a stale one: take it over
 			sent = time.Now()
 			rev, err := c.l.lease.Update(ctx, c.key, []byte(self), e.Revision())
 			if err == nil {
@@ -486,7 +502,7 @@ func (c *Claim) acquire(ctx context.Context) (time.Time, error) {
 				return sent, nil
 			}
 			if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-				return time.Time{}, fmt.Errorf("claim workspace %s: take over this node's earlier lease: %w", c.ws, err)
+				return time.Time{}, fmt.Errorf("claim workspace %s: take the lease over: %w", c.ws, err)
 			}
 		}
 		select {

@@ -100,6 +100,9 @@ type Status struct {
 	Replicas     int    `json:"replicas"`
 	SyncAlways   bool   `json:"syncAlways"`
 	LeaseTTL     string `json:"leaseTTL"`
+	// Problems lists the parts JetStream could not answer now (while a stream elects a new
+	// leader, for instance); the other fields are still filled in.
+	Problems []string `json:"problems,omitempty"`
 }
 
 // Status implements kernel.Cluster.
@@ -108,13 +111,13 @@ func (m *Member) Status(ctx context.Context) (any, error) {
 		SyncAlways: m.node.cfg.SyncAlways, LeaseTTL: m.node.cfg.LeaseTTL.String()}
 	var err error
 	if st.Nodes, err = m.leases.Nodes(ctx); err != nil {
-		return nil, fmt.Errorf("cluster status: %w", err)
+		st.Problems = append(st.Problems, err.Error())
 	}
 	if st.Workspaces, err = m.leases.Held(ctx); err != nil {
-		return nil, fmt.Errorf("cluster status: %w", err)
+		st.Problems = append(st.Problems, err.Error())
 	}
 	if st.Lag, err = m.store.Lag(ctx); err != nil {
-		return nil, fmt.Errorf("cluster status: %w", err)
+		st.Problems = append(st.Problems, err.Error())
 	}
 	if m.router != nil {
 		st.PeerSessions = m.router.Sessions()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"atelier/capnweb"
+
 	"atelier/host/store"
 )
 
@@ -56,6 +58,9 @@ func (s *AgentSession) audit(ctx context.Context, w *Workspace, action, detail s
 
 // ListBindings is Workspace.ListBindings in workspace ws.
 func (s *AgentSession) ListBindings(ctx context.Context, ws store.WorkspaceID) ([]BindingInfo, error) {
+	if node, ok := s.remote(ctx, ws); ok {
+		return onPeer[[]BindingInfo](ctx, s, node, ws, "listBindings", "", CodeOptions{})
+	}
 	w := s.workspace(ws)
 	out, err := w.listBindings(ctx)
 	if err != nil {
@@ -66,6 +71,9 @@ func (s *AgentSession) ListBindings(ctx context.Context, ws store.WorkspaceID) (
 
 // DescribeBinding is Workspace.DescribeBinding in workspace ws.
 func (s *AgentSession) DescribeBinding(ctx context.Context, ws store.WorkspaceID, name string) (string, error) {
+	if node, ok := s.remote(ctx, ws); ok {
+		return onPeer[string](ctx, s, node, ws, "describeBinding", name, CodeOptions{})
+	}
 	w := s.workspace(ws)
 	out, err := w.describeBinding(ctx, name)
 	if err != nil {
@@ -76,5 +84,55 @@ func (s *AgentSession) DescribeBinding(ctx context.Context, ws store.WorkspaceID
 
 // ExecuteCode is Workspace.ExecuteCode in workspace ws.
 func (s *AgentSession) ExecuteCode(ctx context.Context, ws store.WorkspaceID, code string, opts CodeOptions) (CodeResult, error) {
+	if node, ok := s.remote(ctx, ws); ok {
+		return onPeer[CodeResult](ctx, s, node, ws, "executeCode", code, opts)
+	}
 	return s.workspace(ws).executeCode(ctx, code, opts, s.via)
+}
+
+// remote reports the node running workspace ws when it is another node of the cluster.
+func (s *AgentSession) remote(ctx context.Context, ws store.WorkspaceID) (store.NodeID, bool) {
+	c := s.k.cfg.Cluster
+	if c == nil {
+		return "", false
+	}
+	node, held, err := c.Holder(ctx, ws)
+	return node, err == nil && held && node != c.Self()
+}
+
+// onPeer runs an AgentSession call on the node running the workspace, as the same agent and
+// front end (peerMain.AgentCall there).
+func onPeer[T any](ctx context.Context, s *AgentSession, node store.NodeID, ws store.WorkspaceID, op, arg string, opts CodeOptions) (T, error) {
+	var zero T
+	sess, err := s.k.cfg.Cluster.Dial(ctx, node, s.p.hash)
+	if err != nil {
+		return zero, fail(CodeMoved, "reach node %s running workspace %s: %v; try again", node, ws, err)
+	}
+	defer sess.Close()
+	return capnweb.AwaitAs[T](ctx, sess.Main().Call(ctx, "agentCall", string(ws), s.via, op, arg, opts))
+}
+
+// peerMain is the main object of a peer session (PeerMain): the principal's API, plus the
+// calls another node's in-process front ends forward to this one.
+type peerMain struct {
+	*Authed
+}
+
+// AgentCall runs an AgentSession call for another node's front end (named via), as the
+// session's agent: op is listBindings, describeBinding (arg: the binding's name) or
+// executeCode (arg: the code, with opts).
+func (m *peerMain) AgentCall(ctx context.Context, ws store.WorkspaceID, via, op, arg string, opts CodeOptions) (any, error) {
+	if m.p.agent == nil {
+		return nil, fail(CodeUnauthorized, "agentCall takes an agent's session")
+	}
+	s := &AgentSession{k: m.k, p: m.p, via: via}
+	switch op {
+	case "listBindings":
+		return s.ListBindings(ctx, ws)
+	case "describeBinding":
+		return s.DescribeBinding(ctx, ws, arg)
+	case "executeCode":
+		return s.ExecuteCode(ctx, ws, arg, opts)
+	}
+	return nil, fail(CodeInvalidArgument, "agentCall: unknown call %q", op)
 }

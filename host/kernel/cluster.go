@@ -36,12 +36,12 @@ type Cluster interface {
 // PeerMain is the main object of a session another node opens for one of its clients: the
 // API of the principal whose token hash it names (the routes between nodes are
 // authenticated, so the node is trusted to have checked the token itself).
-func (k *Kernel) PeerMain(ctx context.Context, tokenHash string) (*Authed, error) {
+func (k *Kernel) PeerMain(ctx context.Context, tokenHash string) (any, error) {
 	p, err := k.principalOf(ctx, tokenHash)
 	if err != nil {
 		return nil, err
 	}
-	return &Authed{k: k, p: p, peer: true}, nil
+	return &peerMain{Authed: &Authed{k: k, p: p, peer: true}}, nil
 }
 
 // NoteRevocation tells the kernel that a token or agent was deleted elsewhere (another node

@@ -22,6 +22,8 @@ import (
 	"testing"
 	"time"
 
+	gomcp "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"atelier/capnweb"
 	"atelier/sdk/guesttest"
 	capnwebtests "atelier/tests/capnweb"
@@ -218,7 +220,12 @@ func (tc *testCluster) status(t testing.TB, i int) string {
 // ownerOf returns the node running ws according to `atelier cluster status` at node i ("" if none).
 func (tc *testCluster) ownerOf(t *testing.T, i int, ws string) string {
 	t.Helper()
-	sc := bufio.NewScanner(strings.NewReader(tc.status(t, i)))
+	st := tc.status(t, i)
+	for deadline := time.Now().Add(20 * time.Second); strings.Contains(st, "incomplete") && time.Now().Before(deadline); {
+		time.Sleep(250 * time.Millisecond) // a stream is electing a leader
+		st = tc.status(t, i)
+	}
+	sc := bufio.NewScanner(strings.NewReader(st))
 	for sc.Scan() {
 		if f := strings.Fields(sc.Text()); len(f) == 2 && f[0] == ws {
 			return f[1]
@@ -573,4 +580,58 @@ func errCode(err error) string {
 		}
 	}
 	return ""
+}
+
+// TestCodeModeOverMCPOnAnotherNode runs Code Mode through the MCP endpoint of a node that does
+// not run the workspace: the call is carried out on the node that does, as the same agent, and
+// audited there as made via MCP.
+func TestCodeModeOverMCPOnAnotherNode(t *testing.T) {
+	tc := startCluster(t, 3)
+	token, ws := tc.setup(t) // workspace on n1
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	owner := dial(t, tc.nodes[0].URL, token)
+	scope := map[string]any{"workspaces": map[string]any{ws: map[string]any{"role": "use", "gadgets": []string{"*"}}}}
+	agent, err := capnweb.AwaitAs[struct{ Token string }](ctx, owner.api.Call(ctx, "createAgent", "helper", scope))
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoint := strings.Replace(strings.TrimSuffix(tc.nodes[2].URL, "/api"), "ws://", "http://", 1) + "/mcp"
+	c := gomcp.NewClient(&gomcp.Implementation{Name: "cluster-test", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &gomcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: bearer(agent.Token)}, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &gomcp.CallToolParams{Name: "execute_code", Arguments: map[string]any{"workspace": ws,
+		"code": `export default async function (env) { return (await env.todo.add("via mcp on n3")).title }`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	for _, ct := range res.Content {
+		if tx, ok := ct.(*gomcp.TextContent); ok {
+			text.WriteString(tx.Text)
+		}
+	}
+	if res.IsError || !strings.Contains(text.String(), "via mcp on n3") {
+		t.Fatalf("execute_code through n3: %s", text.String())
+	}
+	reader := dial(t, tc.nodes[1].URL, token)
+	reader.openTodo(t, ws)
+	if !slices.Contains(reader.titles(t), "via mcp on n3") {
+		t.Fatal("the snippet's item is not in the workspace")
+	}
+	if got := tc.ownerOf(t, 1, ws); got != "n1" {
+		t.Fatalf("the workspace moved to %q; MCP on n3 should have reached it on n1", got)
+	}
+}
+
+// bearer adds an Authorization header with its token to every request.
+type bearer string
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+string(b))
+	return http.DefaultTransport.RoundTrip(r)
 }
