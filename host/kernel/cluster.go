@@ -185,9 +185,7 @@ func (w *routedWorkspace) forward(ctx context.Context, steps []step, call func(*
 			last = err
 			continue
 		}
-		pr := call(st)
-		capnweb.Unblock(ctx) // sent in order; the next call on this object may go out now
-		v, err := awaitOwned(ctx, pr)
+		v, err := awaitOwned(ctx, call(st)) // sent in order; awaiting lets the next call on this object go out
 		if err == nil {
 			return v, nil
 		}
