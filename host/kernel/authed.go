@@ -148,7 +148,7 @@ func (a *Authed) OpenWorkspace(ctx context.Context, id store.WorkspaceID, shareK
 		return a.openLocal(ctx, id, shareKey)
 	}
 	r := a.k.routed(a.p, id, shareKey)
-	if _, err := r.forward(ctx, nil, func(st *capnweb.Stub) *capnweb.Promise { return st.Get("info") }); err != nil {
+	if _, err := r.GetProperty(ctx, "info"); err != nil {
 		return nil, wrapErr(err, "open workspace %s", id)
 	}
 	return r, nil

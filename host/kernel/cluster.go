@@ -158,16 +158,24 @@ func (r *route) CallMethod(ctx context.Context, method string, args []any) (any,
 	if navigation[len(r.steps)][method] {
 		return &route{ws: r.ws, steps: append(append([]step(nil), r.steps...), step{method, args})}, nil
 	}
-	return r.ws.forward(ctx, r.steps, func(st *capnweb.Stub) *capnweb.Promise { return st.Call(ctx, method, args...) })
+	return r.ws.forward(ctx, r.steps, func(st *capnweb.Stub) (any, error) {
+		if t, ok := st.LocalTarget(); ok { // this node's own gadget connection: call it directly
+			if d, ok := t.(capnweb.DynamicTarget); ok {
+				return d.CallMethod(ctx, method, args) // with this call's turn, which it releases
+			}
+		}
+		return awaitOwned(ctx, st.Call(ctx, method, args...))
+	})
 }
 
 // GetProperty implements capnweb.DynamicTarget.
 func (r *route) GetProperty(ctx context.Context, name string) (any, error) {
-	return r.ws.forward(ctx, r.steps, func(st *capnweb.Stub) *capnweb.Promise { return st.Get(name) })
+	return r.ws.forward(ctx, r.steps, func(st *capnweb.Stub) (any, error) { return awaitOwned(ctx, st.Get(name)) })
 }
 
 // forward runs call on the object the steps lead to, on the node running the workspace.
-func (w *routedWorkspace) forward(ctx context.Context, steps []step, call func(*capnweb.Stub) *capnweb.Promise) (any, error) {
+// Calls are sent in order; awaiting lets the next call on the routed object go out.
+func (w *routedWorkspace) forward(ctx context.Context, steps []step, call func(*capnweb.Stub) (any, error)) (any, error) {
 	var last error
 	for attempt := range 6 {
 		if attempt > 0 { // the old owner may still hold the lease for a moment
@@ -185,7 +193,7 @@ func (w *routedWorkspace) forward(ctx context.Context, steps []step, call func(*
 			last = err
 			continue
 		}
-		v, err := awaitOwned(ctx, call(st)) // sent in order; awaiting lets the next call on this object go out
+		v, err := call(st)
 		if err == nil {
 			return v, nil
 		}
