@@ -1,9 +1,7 @@
 package cluster
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
 
 	"atelier/host/store"
 )
@@ -64,8 +62,9 @@ const (
 	opBlobEntry          = "blobEntry"
 )
 
-// entry is one record of the log, JSON-encoded. Op says which fields are set. Everything a
-// replica must decide alike (ids, times) is fixed in it by the publisher.
+// entry is one record of the log, encoded by encodeEntry (commits in a binary format, the
+// other ops in JSON). Op says which fields are set. Everything a replica must decide alike
+// (ids, times) is fixed in it by the publisher.
 type entry struct {
 	Op         string                   `json:"op"`
 	User       *store.User              `json:"user,omitempty"`
@@ -90,15 +89,15 @@ type entry struct {
 	WS      store.WorkspaceID `json:"ws,omitempty"`
 	Node    store.NodeID      `json:"node,omitempty"`
 	Epoch   uint64            `json:"epoch,omitempty"`
-	Commits []commitRecord    `json:"commits,omitempty"`
+	Commits []commitRecord    `json:"-"`
 }
 
 // commitRecord is one commit of a commit entry; the entry's commits are applied in order,
 // each atomically. Commits with the same non-zero Chain belong to one CommitChain: once one
 // fails, the later ones of that chain in the entry fail with store.ErrChainBroken.
 type commitRecord struct {
-	Chain uint64     `json:"chain,omitempty"`
-	Muts  []mutation `json:"muts"`
+	Chain uint64
+	Muts  []mutation
 }
 
 // mutation is a store.Mutation on the log: the code of a MutPutCode travels in the blob store
@@ -110,42 +109,33 @@ type mutation struct {
 
 var errMalformed = errors.New("malformed log entry")
 
-// decodeEntry decodes data and checks that the fields its op needs are there (the log is
-// written by this package, but also reachable by whoever holds the cluster secret).
-func decodeEntry(data []byte) (entry, error) {
-	var e entry
-	if err := json.Unmarshal(data, &e); err != nil {
-		return entry{}, fmt.Errorf("%w: %w", errMalformed, err)
-	}
-	var ok bool
+// complete reports whether e has the fields its op needs.
+func (e entry) complete() bool {
 	switch e.Op {
 	case opBootstrap:
-		ok = e.User != nil && e.Token != nil
+		return e.User != nil && e.Token != nil
 	case opPutAgent:
-		ok = e.Agent != nil && e.Token != nil
+		return e.Agent != nil && e.Token != nil
 	case opCreateUser, opPutUser:
-		ok = e.User != nil
+		return e.User != nil
 	case opPutToken:
-		ok = e.Token != nil
+		return e.Token != nil
 	case opDeleteToken, opDeleteAgent, opDeleteGatekeeper, opDeleteAccount, opUpdateAccountState:
-		ok = true
+		return true
 	case opCreateWorkspace:
-		ok = e.Workspace != nil
+		return e.Workspace != nil
 	case opPutBlueprint:
-		ok = e.Blueprint != nil && e.Blob != ""
+		return e.Blueprint != nil && e.Blob != ""
 	case opPutGatekeeper:
-		ok = e.Gatekeeper != nil && e.Blob != ""
+		return e.Gatekeeper != nil && e.Blob != ""
 	case opPutAccount:
-		ok = e.Account != nil
+		return e.Account != nil
 	case opRetention:
-		ok = e.Retention != nil
+		return e.Retention != nil
 	case opEpoch, opCommit:
-		ok = validWorkspaceID(e.WS)
+		return validWorkspaceID(e.WS)
 	case opBlobEntry:
-		ok = e.Blob != ""
+		return e.Blob != ""
 	}
-	if !ok {
-		return entry{}, fmt.Errorf("%w: op %q without its fields", errMalformed, e.Op)
-	}
-	return e, nil
+	return false
 }

@@ -141,7 +141,10 @@ func (l *Leases) memberTTL() time.Duration { return heartbeatsKept * l.ttl / hea
 // must use the same TTL.
 func (l *Leases) bucket(ctx context.Context, name string, ttl time.Duration) (jetstream.KeyValue, error) {
 	js := l.node.JetStream()
-	var kv jetstream.KeyValue
+	var (
+		kv jetstream.KeyValue
+		st jetstream.KeyValueStatus
+	)
 	err := l.node.ensure(ctx, "bucket "+name, func(ctx context.Context) error {
 		var err error
 		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
@@ -151,14 +154,13 @@ func (l *Leases) bucket(ctx context.Context, name string, ttl time.Duration) (je
 		if errors.Is(err, jetstream.ErrBucketExists) { // made by a node with other settings
 			kv, err = js.KeyValue(ctx, name)
 		}
+		if err == nil { // a new bucket may not answer at once while its stream forms
+			st, err = kv.Status(ctx)
+		}
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("leases: %w", err)
-	}
-	st, err := kv.Status(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("leases: bucket %s: %w", name, err)
 	}
 	if st.TTL() != ttl {
 		return nil, fmt.Errorf("leases: bucket %s keeps entries %s but this node expects %s: every node needs the same lease TTL", name, st.TTL(), ttl)

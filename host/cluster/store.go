@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -246,17 +245,17 @@ func (s *Store) dropWaiter(id string) {
 // is registered, by message id, before the first attempt. A timed-out attempt is repeated
 // with the same id until ctx ends; "in process" refusals of a fenced append are retried too.
 func (s *Store) appendEntry(ctx context.Context, subject string, e entry, opts ...jetstream.PublishOpt) (*appended, error) {
-	data, err := json.Marshal(e)
+	data, err := encodeEntry(e)
 	if err != nil {
-		return nil, fmt.Errorf("encode log entry %s: %w", e.Op, err)
+		return nil, err
 	}
 	if len(data) > maxEntry {
 		sha, err := s.blobs.put(ctx, data)
 		if err != nil {
 			return nil, err
 		}
-		if data, err = json.Marshal(entry{Op: opBlobEntry, Blob: sha}); err != nil {
-			return nil, fmt.Errorf("encode log entry %s: %w", opBlobEntry, err)
+		if data, err = encodeEntry(entry{Op: opBlobEntry, Blob: sha}); err != nil {
+			return nil, err
 		}
 	}
 	a := &appended{s: s, id: nuid.Next(), res: make(chan result, 1)}

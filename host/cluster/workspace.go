@@ -106,13 +106,14 @@ func (l *lease) submit(c *chain, muts []store.Mutation) *store.Pending {
 	return q.p
 }
 
-// estimateSize estimates the bytes muts take in a log entry (base64 values).
+// estimateSize estimates the bytes muts take in a log entry: keys and values as they are,
+// and an allowance for the rest (a record in JSON).
 func estimateSize(muts []store.Mutation) int {
 	n := 0
 	for _, m := range muts {
 		n += 256
 		if m.Kind != store.MutPutCode {
-			n += (len(m.Key) + len(m.Value)) * 4 / 3
+			n += len(m.Key) + len(m.Value)
 		}
 	}
 	return n
@@ -197,7 +198,7 @@ func (l *lease) commit(group []*queued) {
 
 // record checks a queued commit's mutations and turns them into a commit record: code goes to
 // the blob store, and an audit entry without a time gets the time now (a replica must not
-// choose it).
+// choose it); audit times travel in UTC.
 func (s *Store) record(ctx context.Context, q *queued) (commitRecord, error) {
 	rec := commitRecord{Muts: make([]mutation, len(q.muts))}
 	if q.chain != nil {
@@ -216,9 +217,12 @@ func (s *Store) record(ctx context.Context, q *queued) (commitRecord, error) {
 			}
 			wm.Value, wm.Blob = nil, sha
 		case store.MutAppendAudit:
-			if m.Audit.Time.IsZero() {
+			if t := m.Audit.Time; t.IsZero() || t.Location() != time.UTC {
 				a := *m.Audit
-				a.Time = time.Now().UTC()
+				a.Time = t.UTC()
+				if t.IsZero() {
+					a.Time = time.Now().UTC()
+				}
 				wm.Audit = &a
 			}
 		}

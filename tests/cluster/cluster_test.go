@@ -72,17 +72,26 @@ func startCluster(t testing.TB, n int, extra ...string) *testCluster {
 	for _, p := range c.nodes {
 		p.Wait(t)
 	}
+	// The token follows the listening line: wait for it a moment.
 	tokenLine := regexp.MustCompile(`admin token[^\n]*:\n\s+(\S+)`)
-	for _, p := range c.nodes {
-		if m := tokenLine.FindStringSubmatch(p.Output()); m != nil {
-			if c.admin != "" {
-				t.Fatalf("two nodes printed a first-run admin token")
+	for deadline := time.Now().Add(10 * time.Second); c.admin == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for _, p := range c.nodes {
+			if m := tokenLine.FindStringSubmatch(p.Output()); m != nil {
+				c.admin = m[1]
 			}
-			c.admin = m[1]
 		}
 	}
 	if c.admin == "" {
 		t.Fatal("no node printed the first-run admin token")
+	}
+	printed := 0
+	for _, p := range c.nodes {
+		if tokenLine.MatchString(p.Output()) {
+			printed++
+		}
+	}
+	if printed > 1 {
+		t.Fatalf("%d nodes printed a first-run admin token, want one for the whole cluster", printed)
 	}
 	return c
 }
