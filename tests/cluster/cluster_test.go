@@ -249,7 +249,8 @@ type writer struct {
 	name  string
 	mu    sync.Mutex
 	acked []string
-	times []time.Time // when each acked write was acknowledged
+	sent  []time.Time // when each acked write was sent
+	times []time.Time // and when it was acknowledged
 	fails []error
 	stop  chan struct{}
 	done  chan struct{}
@@ -266,10 +267,12 @@ func startWriter(c *client, name string) *writer {
 			default:
 			}
 			title := fmt.Sprintf("%s-%d", name, i)
+			sent := time.Now()
 			err := c.add(title)
 			w.mu.Lock()
 			if err == nil {
 				w.acked = append(w.acked, title)
+				w.sent = append(w.sent, sent)
 				w.times = append(w.times, time.Now())
 			} else {
 				w.fails = append(w.fails, err)
@@ -406,8 +409,8 @@ func TestKillOwnerLosesNoAcknowledgedWrite(t *testing.T) {
 	}
 	killed := time.Now()
 	tc.nodes[0].Kill(t)
+	stall := w.waitStall(t, killed, 60*time.Second)
 	w.waitAcked(t, 20, 60*time.Second)
-	stall := w.stallAfter(killed)
 	acked, fails := w.finish()
 	t.Logf("kill -9 of the owner: %d writes acknowledged, %d failed during the failover; stall %v (lease TTL %v)",
 		len(acked), len(fails), stall.Round(time.Millisecond), leaseTTL)
@@ -419,16 +422,29 @@ func TestKillOwnerLosesNoAcknowledgedWrite(t *testing.T) {
 	}
 }
 
-// stallAfter is the time from t to the first write acknowledged after it.
+// stallAfter is the time from t to the acknowledgement of the first write sent after it (-1:
+// none yet).
 func (w *writer) stallAfter(t time.Time) time.Duration {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, at := range w.times {
+	for i, at := range w.sent {
 		if at.After(t) {
-			return at.Sub(t)
+			return w.times[i].Sub(t)
 		}
 	}
 	return -1
+}
+
+// waitStall waits until a write sent after t was acknowledged and returns stallAfter(t).
+func (w *writer) waitStall(tb testing.TB, t time.Time, within time.Duration) time.Duration {
+	tb.Helper()
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if d := w.stallAfter(t); d >= 0 {
+			return d
+		}
+	}
+	tb.Fatalf("writer %s: no write sent after the failure was acknowledged within %v", w.name, within)
+	return 0
 }
 
 // TestPausedOwnerIsFenced pauses (SIGSTOP) the node running a workspace past its lease: a
