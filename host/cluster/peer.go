@@ -283,10 +283,21 @@ func (r *Router) handleOpen(m *nats.Msg) {
 	go r.accept(m, req, t)
 }
 
+// serveSafely runs serve, turning a panic into a refusal (the node stays up).
+func (r *Router) serveSafely(ctx context.Context, h Hello) (main any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.log.Error("peer session refused: the serve callback panicked", "from", h.From, "panic", p)
+			main, err = nil, fmt.Errorf("internal error while opening the session")
+		}
+	}()
+	return r.serve(ctx, h)
+}
+
 // accept runs serve for an open request and starts the session on t.
 func (r *Router) accept(m *nats.Msg, req openRequest, t *transport) {
 	ctx, cancel := context.WithTimeout(r.ctx, openTimeout)
-	main, err := r.serve(ctx, req.Hello)
+	main, err := r.serveSafely(ctx, req.Hello)
 	cancel()
 	if err != nil {
 		t.Close(errors.New("refused"))

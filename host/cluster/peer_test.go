@@ -45,7 +45,8 @@ func (a *ownerAPI) CallMeBack(ctx context.Context, cb *capnweb.Stub, x float64) 
 // Dispose records that the session released the object.
 func (a *ownerAPI) Dispose() { a.once.Do(func() { close(a.disposed) }) }
 
-// peerTest is a set of routers, one per node, serving ownerAPI (refusing token "bad").
+// peerTest is a set of routers, one per node, serving ownerAPI (refusing token "bad",
+// panicking on token "panic").
 type peerTest struct {
 	routers []*Router
 	served  chan *ownerAPI // every object served, in order
@@ -56,8 +57,11 @@ func startRouters(t testing.TB, nodes []*Node, limits capnweb.Limits) *peerTest 
 	t.Helper()
 	pt := &peerTest{served: make(chan *ownerAPI, 100)}
 	serve := func(_ context.Context, h Hello) (any, error) {
-		if h.TokenHash == "bad" {
+		switch h.TokenHash {
+		case "bad":
 			return nil, errors.New("unknown token")
+		case "panic":
+			panic("serve callback bug")
 		}
 		a := &ownerAPI{hello: h, disposed: make(chan struct{})}
 		pt.served <- a
@@ -215,6 +219,11 @@ func TestPeerSessions(t *testing.T) {
 		if !errors.As(err, &re) || re.Node != "n2" || re.Reason != "unknown token" {
 			t.Fatalf("dial with a bad token: %v", err)
 		}
+		_, err = pt.routers[0].Dial(ctx, "n2", Hello{TokenHash: "panic"})
+		if !errors.As(err, &re) || !strings.Contains(re.Reason, "internal error") {
+			t.Fatalf("dial whose serve callback panics: %v", err)
+		}
+		dial(t, pt.routers[0], "n2", "tok").Close() // n2 still serves
 		start := time.Now()
 		_, err = pt.routers[0].Dial(ctx, "n9", Hello{TokenHash: "tok"})
 		if !errors.Is(err, ErrNodeUnreachable) || !strings.Contains(err.Error(), "n9") {
