@@ -491,7 +491,8 @@ func TestPausedOwnerIsFenced(t *testing.T) {
 }
 
 // TestDrainFailsNoCall drains the node running a workspace while clients on the two other
-// nodes write to it: the workspace moves and no call fails.
+// nodes write to it: the workspace moves and no call fails. The drained node then stops and
+// rejoins.
 func TestDrainFailsNoCall(t *testing.T) {
 	tc := startCluster(t, 3)
 	token, ws := tc.setup(t)
@@ -528,6 +529,14 @@ func TestDrainFailsNoCall(t *testing.T) {
 	reader := dial(t, tc.nodes[2].URL, token)
 	reader.openTodo(t, ws)
 	checkAll(t, reader.titles(t), acked)
+
+	// The drained node stops on SIGTERM (status 0), starts again, rebuilds its replica from
+	// the log and serves the workspace's items to a client of its own.
+	tc.nodes[0].Terminate(t)
+	tc.nodes[0] = tc.nodes[0].Restart(t)
+	again := dial(t, tc.nodes[0].URL, token)
+	again.openTodo(t, ws)
+	checkAll(t, again.titles(t), acked)
 }
 
 // TestBoundariesHoldAcrossNodes checks that routing to another node keeps every check: a
