@@ -26,18 +26,7 @@ func commitSubject(ws store.WorkspaceID) string { return "atl.log.ws." + string(
 
 // validWorkspaceID reports whether ws can be part of a subject: letters, digits, _ and - only
 // (the ids store.NewID makes).
-func validWorkspaceID(ws store.WorkspaceID) bool {
-	if ws == "" {
-		return false
-	}
-	for _, r := range ws {
-		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-'
-		if !ok {
-			return false
-		}
-	}
-	return true
-}
+func validWorkspaceID(ws store.WorkspaceID) bool { return checkName(string(ws)) == nil }
 
 // The operations of log entries: one per write method of store.Store, plus the epoch and
 // commit entries of workspaces and the reference to an entry kept in the blob store.

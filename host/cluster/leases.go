@@ -36,9 +36,6 @@ const (
 // claimBackoff separates the attempts of a claim that raced with a change of the lease.
 const claimBackoff = 20 * time.Millisecond
 
-// maxNameLen bounds workspace ids and node names used in keys.
-const maxNameLen = 128
-
 // ErrDraining refuses a claim on a node that is handing its workspaces over.
 var ErrDraining = errors.New("this node is draining and starts no workspace")
 
@@ -93,7 +90,7 @@ type memberRecord struct {
 // and loads the others'.
 func NewLeases(ctx context.Context, n *Node) (*Leases, error) {
 	cfg := n.Config()
-	if err := checkKeyName(string(n.Name())); err != nil {
+	if err := checkName(string(n.Name())); err != nil {
 		return nil, fmt.Errorf("leases: node name: %w", err)
 	}
 	l := &Leases{node: n, log: n.log, ttl: cfg.LeaseTTL, started: time.Now(), stop: make(chan struct{}),
@@ -318,7 +315,7 @@ func (l *Leases) Nodes(ctx context.Context) ([]NodeInfo, error) {
 // name among the live nodes that are not draining, so every node picks the same one from the
 // same records, and a node joining or leaving moves only the workspaces it wins or held.
 func (l *Leases) Pick(ctx context.Context, ws store.WorkspaceID) (store.NodeID, error) {
-	if err := checkKeyName(string(ws)); err != nil {
+	if err := checkName(string(ws)); err != nil {
 		return "", fmt.Errorf("pick a node for workspace: %w", err)
 	}
 	nodes, err := l.Nodes(ctx)
@@ -358,7 +355,7 @@ func rendezvous(ws store.WorkspaceID, node store.NodeID) uint64 {
 
 // Holder returns the node holding ws's lease; false when nobody does.
 func (l *Leases) Holder(ctx context.Context, ws store.WorkspaceID) (store.NodeID, bool, error) {
-	if err := checkKeyName(string(ws)); err != nil {
+	if err := checkName(string(ws)); err != nil {
 		return "", false, fmt.Errorf("lease holder: %w", err)
 	}
 	e, err := l.lease.Get(ctx, leaseKey(ws))
@@ -415,7 +412,7 @@ func (l *Leases) Held(ctx context.Context) (map[store.WorkspaceID]store.NodeID, 
 // current claim of ws, which ends (its Lost closes) as the new one starts. Claims refuse
 // while the node is draining, and while another claim of ws is under way on this node.
 func (l *Leases) Claim(ctx context.Context, ws store.WorkspaceID) (*Claim, error) {
-	if err := checkKeyName(string(ws)); err != nil {
+	if err := checkName(string(ws)); err != nil {
 		return nil, fmt.Errorf("claim workspace: %w", err)
 	}
 	l.mu.Lock()
@@ -679,17 +676,3 @@ func (l *Leases) Close() {
 func leaseKey(ws store.WorkspaceID) string { return "ws." + string(ws) }
 
 func memberKey(n store.NodeID) string { return "node." + string(n) }
-
-// checkKeyName accepts a workspace id or node name that is safe as a key token: 1 to 128
-// ASCII letters, digits, '_' and '-'.
-func checkKeyName(s string) error {
-	if s == "" || len(s) > maxNameLen {
-		return fmt.Errorf("%q: want 1 to %d characters", s, maxNameLen)
-	}
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
-			return fmt.Errorf("%q: use letters, digits, _ and - only", s)
-		}
-	}
-	return nil
-}

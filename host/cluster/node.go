@@ -20,7 +20,6 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -96,8 +95,8 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if cfg.Name == "" {
 		return nil, errors.New("start cluster node: a node name is required (--node)")
 	}
-	if strings.ContainsAny(cfg.Name, ". *>") {
-		return nil, fmt.Errorf("start cluster node: name %q: use letters, digits, - and _ only", cfg.Name)
+	if err := checkName(cfg.Name); err != nil {
+		return nil, fmt.Errorf("start cluster node: name %w", err)
 	}
 	opts, err := serverOptions(cfg)
 	if err != nil {
@@ -239,6 +238,23 @@ func (n *Node) Close() error {
 	}
 	n.srv.Shutdown()
 	n.srv.WaitForShutdown()
+	return nil
+}
+
+// maxNameLen bounds node names and workspace ids, which become NATS subject tokens and KV keys.
+const maxNameLen = 128
+
+// checkName refuses a node name or workspace id that is not 1 to maxNameLen letters, digits,
+// _ and -, so that it is always one NATS subject token and a valid KV key.
+func checkName(s string) error {
+	if s == "" || len(s) > maxNameLen {
+		return fmt.Errorf("%q: want 1 to %d characters", s, maxNameLen)
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return fmt.Errorf("%q: use letters, digits, _ and - only", s)
+		}
+	}
 	return nil
 }
 

@@ -194,11 +194,7 @@ func validID(s string) bool {
 }
 
 // validNode reports whether a node name can be a NATS subject token.
-func validNode(n store.NodeID) bool {
-	return n != "" && len(n) <= 128 && !strings.ContainsFunc(string(n), func(r rune) bool {
-		return r == '.' || r == '*' || r == '>' || r <= ' ' || r == 0x7f
-	})
-}
+func validNode(n store.NodeID) bool { return checkName(string(n)) == nil }
 
 // Dial opens a peer session to node for h (h.From is set to this node). The session's main
 // stub is what node's serve returned. A node that is not running fails at once with an error

@@ -103,8 +103,8 @@ func (a *Authed) ListWorkspaces(ctx context.Context) ([]WorkspaceInfo, error) {
 		if err != nil {
 			continue
 		}
-		if role, err := a.p.roleIn(w); err == nil {
-			out = append(out, WorkspaceInfo{ID: w.ID, Name: w.Name, Owner: a.k.username(ctx, w.Owner), Role: role})
+		if info, err := a.k.workspaceInfo(ctx, a.p, w); err == nil {
+			out = append(out, info)
 		}
 	}
 	return out, nil

@@ -41,11 +41,16 @@ func (ov *overseer) info(ctx context.Context, p *principal) (WorkspaceInfo, erro
 	if err != nil {
 		return WorkspaceInfo{}, err
 	}
-	role, err := p.roleIn(meta)
+	return ov.k.workspaceInfo(ctx, p, meta)
+}
+
+// workspaceInfo describes workspace record w to p (FORBIDDEN without access).
+func (k *Kernel) workspaceInfo(ctx context.Context, p *principal, w store.Workspace) (WorkspaceInfo, error) {
+	role, err := p.roleIn(w)
 	if err != nil {
 		return WorkspaceInfo{}, err
 	}
-	return WorkspaceInfo{ID: meta.ID, Name: meta.Name, Owner: ov.k.username(ctx, meta.Owner), Role: role}, nil
+	return WorkspaceInfo{ID: w.ID, Name: w.Name, Owner: k.username(ctx, w.Owner), Role: role}, nil
 }
 
 // username returns the name of user id (the id itself if the user is gone).
