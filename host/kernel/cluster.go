@@ -123,10 +123,12 @@ type route struct {
 	steps []step
 }
 
-// step is one navigation call: gadget(name) or connect().
+// step is one navigation call: gadget(name) or connect(). key names the path up to and
+// including it (the key of its result in routedWorkspace.kids), computed once.
 type step struct {
 	method string
 	args   []any
+	key    string
 }
 
 // navigation lists the methods whose result is itself routed, by the object they are called on.
@@ -156,7 +158,17 @@ func (w *routedWorkspace) Dispose() {
 // CallMethod implements capnweb.DynamicTarget.
 func (r *route) CallMethod(ctx context.Context, method string, args []any) (any, error) {
 	if navigation[len(r.steps)][method] {
-		return &route{ws: r.ws, steps: append(append([]step(nil), r.steps...), step{method, args})}, nil
+		key := method + "\x00"
+		if len(r.steps) > 0 {
+			key = r.steps[len(r.steps)-1].key + key
+		}
+		for _, a := range args {
+			if str, ok := a.(string); ok {
+				key += str
+			}
+			key += "\x00"
+		}
+		return &route{ws: r.ws, steps: append(append([]step(nil), r.steps...), step{method, args, key})}, nil
 	}
 	return r.ws.forward(ctx, r.steps, func(st *capnweb.Stub) (any, error) {
 		if t, ok := st.LocalTarget(); ok { // this node's own gadget connection: call it directly
@@ -226,9 +238,8 @@ func (w *routedWorkspace) target(ctx context.Context, steps []step) (*capnweb.St
 		w.cur, w.sess, w.kids = cur, sess, map[string]*capnweb.Stub{}
 	}
 	st := w.cur
-	for i, s := range steps {
-		key := pathKey(steps[:i+1])
-		next := w.kids[key]
+	for _, s := range steps {
+		next := w.kids[s.key]
 		if next == nil {
 			v, err := awaitOwned(ctx, st.Call(ctx, s.method, s.args...))
 			if err != nil {
@@ -238,7 +249,7 @@ func (w *routedWorkspace) target(ctx context.Context, steps []step) (*capnweb.St
 			if next, ok = v.(*capnweb.Stub); !ok {
 				return nil, nil, fail(CodeInternal, "%s returned %T, not an object", s.method, v)
 			}
-			w.kids[key] = next
+			w.kids[s.key] = next
 		}
 		st = next
 	}
@@ -366,18 +377,4 @@ func sessionEnded(s *capnweb.Session) bool {
 	default:
 		return false
 	}
-}
-
-func pathKey(steps []step) string {
-	key := ""
-	for _, s := range steps {
-		key += s.method + "\x00"
-		for _, a := range s.args {
-			if str, ok := a.(string); ok {
-				key += str
-			}
-			key += "\x00"
-		}
-	}
-	return key
 }
