@@ -59,12 +59,7 @@ func (k *Kernel) Drain(ctx context.Context) error {
 	if err := k.cfg.Cluster.SetDraining(ctx, true); err != nil {
 		return wrapErr(err, "drain")
 	}
-	k.mu.Lock()
-	ovs := make([]*overseer, 0, len(k.overseers))
-	for _, ov := range k.overseers {
-		ovs = append(ovs, ov)
-	}
-	k.mu.Unlock()
+	ovs := k.running()
 	for _, ov := range ovs {
 		ov.stop()
 	}

@@ -33,6 +33,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -260,6 +262,13 @@ func (k *Kernel) overseer(ctx context.Context, id store.WorkspaceID) (*overseer,
 	return ov, nil
 }
 
+// running returns the overseers running now.
+func (k *Kernel) running() []*overseer {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	return slices.Collect(maps.Values(k.overseers))
+}
+
 // forget removes ov from the registry if it is still the registered one.
 func (k *Kernel) forget(ov *overseer) {
 	k.mu.Lock()
@@ -331,12 +340,7 @@ type Stats struct {
 
 // Stats returns the current counts.
 func (k *Kernel) Stats() Stats {
-	k.mu.Lock()
-	ovs := make([]*overseer, 0, len(k.overseers))
-	for _, ov := range k.overseers {
-		ovs = append(ovs, ov)
-	}
-	k.mu.Unlock()
+	ovs := k.running()
 	st := Stats{Workspaces: len(ovs), Subscriptions: k.hub.count(), Components: k.code.count()}
 	for _, ov := range ovs {
 		ov.mu.RLock()
