@@ -32,8 +32,8 @@ import (
 // can write the cache directory (0700) can also write a matching sidecar. The key's sha256 is
 // what keeps one component's bytes from loading another's artifact. See RATIONALE.md.
 const (
-	cacheMagic  = "ATELIER-CWASM-3\n"
-	cacheFormat = 3 // part of the engine fingerprint: a new layout never reads old entries
+	cacheMagic  = "ATELIER-CWASM-4\n"
+	cacheFormat = 4 // part of the engine fingerprint: a new layout never reads old entries
 	sumLen      = len(cacheMagic) + 8 + 4
 )
 
@@ -102,15 +102,43 @@ func checkCacheDir(dir string) error {
 	return nil
 }
 
-// load compiles src, or deserializes its cached artifact.
-func (rt *Runtime) load(src []byte) (*capi.Component, error) {
+// load compiles src, or deserializes its cached artifact, and gives the component the memory
+// plan of its source (plans.go) when the memory creator is on. The plan is recomputed from
+// the source for a cached artifact: the cache key (the source's hash, cacheFormat) ties the
+// artifact to the rewrite compile made of that source, so the plans match.
+func (rt *Runtime) load(src []byte) (*capi.Component, *sharedPlan, error) {
+	key := sha256.Sum256(src)
+	c, layout, err := rt.loadCode(src, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !rt.cfg.memoryCreator() {
+		return c, nil, nil
+	}
+	sp, err := rt.plans.acquire(key, layout)
+	if err == nil && sp.plan != nil {
+		err = c.SetMemoryPlan(sp.plan)
+	}
+	if err != nil {
+		if sp != nil {
+			sp.release()
+		}
+		c.Close()
+		return nil, nil, fmt.Errorf("memory images: %w", err)
+	}
+	return c, sp, nil
+}
+
+// loadCode compiles src, or deserializes its cached artifact; layout returns the memory
+// layout of src (computed by the compilation, or to be computed).
+func (rt *Runtime) loadCode(src []byte, key [32]byte) (c *capi.Component, layout func() *dataseg.Layout, err error) {
 	if rt.cacheDir == "" {
 		return rt.compile(src)
 	}
-	e := rt.cacheEntry(src)
+	e := rt.cacheEntry(key)
 	if c, err := rt.fromCache(e); c != nil {
 		rt.hits.Add(1)
-		return c, nil
+		return c, func() *dataseg.Layout { return dataseg.Plan(src) }, nil
 	} else if err != nil {
 		rt.corrupt.Add(1)
 		rt.log.Warn("artifact cache entry is damaged; recompiling", "path", e.artifact, "err", err)
@@ -118,31 +146,34 @@ func (rt *Runtime) load(src []byte) (*capi.Component, error) {
 		_ = os.Remove(e.artifact)
 		_ = os.Remove(e.sum)
 	}
-	c, err := rt.compile(src)
+	c, layout, err = rt.compile(src)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := rt.toCache(e, c); err != nil {
 		rt.log.Warn("cannot store compiled artifact", "path", e.artifact, "err", err)
 	}
-	return c, nil
+	return c, layout, nil
 }
 
-func (rt *Runtime) compile(src []byte) (*capi.Component, error) {
+func (rt *Runtime) compile(src []byte) (*capi.Component, func() *dataseg.Layout, error) {
 	rt.compiles.Add(1)
-	if rt.cfg.memoryCreator() {
-		// Without copy-on-write images Wasmtime copies data segments one by one at every
-		// instantiation (RATIONALE.md, "Memory cap").
-		src = dataseg.Merge(src)
+	if !rt.cfg.memoryCreator() {
+		c, err := rt.eng.Compile(src)
+		return c, nil, err
 	}
-	return rt.eng.Compile(src)
+	// Without Wasmtime's copy-on-write images, the memory creator maps the images of the
+	// memories whose modules are compiled without their data segments, and Wasmtime copies
+	// the other modules' segments, merged (RATIONALE.md, "Memory cap").
+	bin, layout := dataseg.Prepare(src)
+	c, err := rt.eng.Compile(bin)
+	return c, func() *dataseg.Layout { return layout }, err
 }
 
 // cacheEntry is keyed by the source's sha256 and a hash of the engine fingerprint (Wasmtime
 // version, the settings that change generated code, the cache format).
-func (rt *Runtime) cacheEntry(src []byte) cacheEntry {
-	sum := sha256.Sum256(src)
-	base := filepath.Join(rt.cacheDir, hex.EncodeToString(sum[:])+"-"+rt.fingerprint)
+func (rt *Runtime) cacheEntry(key [32]byte) cacheEntry {
+	base := filepath.Join(rt.cacheDir, hex.EncodeToString(key[:])+"-"+rt.fingerprint)
 	return cacheEntry{artifact: base + ".cwasm", sum: base + ".sum"}
 }
 

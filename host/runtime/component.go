@@ -17,6 +17,7 @@ import (
 // instantiated any number of times.
 type Component struct {
 	c      *capi.Component
+	plan   *sharedPlan // its memory images (nil without the memory creator)
 	closed atomic.Bool
 
 	// Reflecting the type is slower than loading a cached artifact, so it happens once, on
@@ -51,11 +52,11 @@ func (rt *Runtime) Compile(ctx context.Context, src []byte) (*Component, error) 
 	if rt.closed.Load() {
 		return nil, ErrClosed
 	}
-	c, err := rt.load(src)
+	c, plan, err := rt.load(src)
 	if err != nil {
 		return nil, fmt.Errorf("compile component: %w", err)
 	}
-	return &Component{c: c}, nil
+	return &Component{c: c, plan: plan}, nil
 }
 
 // reflected returns comp after making sure its type has been reflected.
@@ -110,6 +111,9 @@ func (c *Component) Audit() *Audit { return c.reflected().audit }
 func (c *Component) Close() {
 	if c.closed.CompareAndSwap(false, true) {
 		c.c.Close()
+		if c.plan != nil {
+			c.plan.release()
+		}
 	}
 }
 

@@ -55,10 +55,10 @@
 // fuel or is refused memory at instantiation is retired: the call returns a *TrapError whose
 // Kind (ErrTrap, ErrDeadline, ErrFuel, ErrMemory) errors.Is matches, with the guest backtrace.
 //
-// The memory cap is enforced by Atelier's own memory creator, which records each refusal and
-// recycles freed memories, scrubbed to zero, for later instances (Config.KeepMemories). A
-// refused memory.grow hands the guest -1 (standard Wasm semantics): a guest that copes goes
-// on, and the call succeeds. When a call (or instantiation) fails after the cap refused it
+// The memory cap is enforced by Atelier's own memory creator, which records each refusal,
+// maps modules' data images copy-on-write, and recycles freed memories, scrubbed to zero, for
+// later instances (Config.KeepMemories). A refused memory.grow hands the guest -1 (standard
+// Wasm semantics): a guest that copes goes on, and the call succeeds. When a call (or instantiation) fails after the cap refused it
 // memory, whatever the guest did next (trap, abort, exit), the *TrapError's Kind is ErrMemory;
 // a refusal counts only for the call it happened in, so a later unrelated trap is ErrTrap. A
 // deadline or fuel stop in the same call wins (ErrDeadline, ErrFuel). With Config.Pooling or

@@ -31,20 +31,33 @@ func markedAddrs(pages uint32) []uint32 {
 // TestRecycledMemoryIsClean fills an instance's whole memory (grown to 16 pages) with a
 // marker, closes it, and checks that the next instances, which reuse its mapping, see only
 // zeros, start at their own size (the previous, larger size traps), and can grow into
-// memory that is zero too.
+// memory that is zero too. The first instance is the echo component's, or one whose memory
+// starts with a data image mapped from its memfd (which must not show through either).
 func TestRecycledMemoryIsClean(t *testing.T) {
+	t.Run("echo", func(t *testing.T) { testRecycledMemoryIsClean(t, nil) })
+	t.Run("after_image", func(t *testing.T) {
+		testRecycledMemoryIsClean(t, func(rt *runtime.Runtime) *runtime.Component {
+			return compileText(t, rt, "(component "+imaged(1, 0, 5).wat("$m")+"(core instance $i (instantiate $m))"+lifts("", "$i")+")")
+		})
+	})
+}
+
+// testRecycledMemoryIsClean is TestRecycledMemoryIsClean with the first instance from
+// firstComp (nil: the echo component).
+func testRecycledMemoryIsClean(t *testing.T, firstComp func(*runtime.Runtime) *runtime.Component) {
 	f := newFixture(t, runtime.Config{KeepMemories: 1})
 	ctx := context.Background()
 	const pages = 16
 	limits := runtime.InstanceConfig{Grants: echoGrants, Limits: runtime.Limits{MaxMemory: pages * wasmPage}}
-	instantiate := func() *runtime.Instance {
+	instantiateComp := func(comp *runtime.Component) *runtime.Instance {
 		t.Helper()
-		inst, err := f.rt.Instantiate(ctx, f.echo, limits)
+		inst, err := f.rt.Instantiate(ctx, comp, limits)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return inst
 	}
+	instantiate := func() *runtime.Instance { t.Helper(); return instantiateComp(f.echo) }
 	call := func(inst *runtime.Instance, fn string, args ...any) any {
 		t.Helper()
 		got, err := inst.Call(ctx, fn, args...)
@@ -55,7 +68,17 @@ func TestRecycledMemoryIsClean(t *testing.T) {
 	}
 	addrs := markedAddrs(pages)
 
-	first := instantiate()
+	var first *runtime.Instance
+	if firstComp == nil {
+		first = instantiate()
+	} else {
+		mapped := capi.ImagedMemories()
+		first = instantiateComp(firstComp(f.rt))
+		if capi.ImagedMemories() != mapped+1 {
+			t.Fatal("the first instance's memory is not mapped from its image")
+		}
+		checkMemory(t, first, "", imaged(1, 0, 5).memory())
+	}
 	if got := call(first, "try-grow", pages-1); got != int32(1) {
 		t.Fatalf("try-grow(%d) = %v", pages-1, got)
 	}

@@ -49,22 +49,26 @@ type Config struct {
 	// Pooling, when non-nil, uses Wasmtime's pooling instance allocator. Its memories come
 	// from its pool with copy-on-write images, as with MemoryImages.
 	Pooling *Pooling
-	// MemoryImages keeps Wasmtime's own linear memories with copy-on-write memory images
-	// instead of Atelier's memory creator. Components with a large data image of which an
-	// instantiation touches little instantiate faster (a JS gadget 2.4x; a Go gadget is
-	// slower; RATIONALE.md has the numbers), but a memory.grow that Limits.MaxMemory refuses
-	// during a call is invisible to the host: a guest that traps after it is reported as
-	// ErrTrap, not ErrMemory (the cap is enforced all the same, and a memory too large for the
-	// cap at instantiation is still ErrMemory).
+	// MemoryImages keeps Wasmtime's own linear memories with its copy-on-write memory images
+	// instead of Atelier's memory creator. The creator maps copy-on-write images too: a
+	// component binary is compiled with the data segments of its larger modules taken out and
+	// their memories start as private mappings of sealed images, shared by the Runtime's
+	// components of the same source (components whose memory order cannot be proved from the
+	// binary, and WAT text, keep their segments, copied in at each instantiation). Both ways
+	// instantiate the example gadgets about as fast (RATIONALE.md has the numbers), but with
+	// MemoryImages a memory.grow that Limits.MaxMemory refuses during a call is invisible to
+	// the host: a guest that traps after it is reported as ErrTrap, not ErrMemory (the cap is
+	// enforced all the same, and a memory too large for the cap at instantiation is still
+	// ErrMemory).
 	MemoryImages bool
 	// KeepMemories is how many freed linear memories Atelier's memory creator keeps for reuse
 	// by later instances (default DefaultKeepMemories; negative keeps none). A kept memory is
-	// zeroed when it is freed, so nothing of one instance reaches another, and keeps up to
-	// 4 MiB of its pages populated (what a Go or QuickJS guest touches while it starts), which
-	// spares the next instantiation the page faults of a fresh mapping: at most KeepMemories x
-	// 4 MiB of RAM (64 MiB by default) and KeepMemories reservations of
-	// about 4 GiB of address space stay with an idle Runtime until Close. Ignored with Pooling
-	// or MemoryImages.
+	// zeroed when it is freed (its image mapping replaced by fresh memory), so nothing of one
+	// instance or image reaches another, and keeps up to 4 MiB of its pages populated (what a
+	// Go or QuickJS guest touches while it starts), which spares the next instantiation the
+	// page faults of a fresh mapping: at most KeepMemories x 4 MiB of RAM (64 MiB by default)
+	// and KeepMemories reservations of about 4 GiB of address space stay with an idle Runtime
+	// until Close. Ignored with Pooling or MemoryImages.
 	KeepMemories int
 	// Interfaces are the host interfaces (capabilities) that grants can give to instances.
 	// Their unversioned names must be unique.
@@ -101,6 +105,7 @@ type Runtime struct {
 
 	compiles, hits, corrupt atomic.Int64
 	verified                verifiedFiles // artifact files checked by this Runtime
+	plans                   planTable     // memory images of the open components, by source
 
 	// epoch counts ticks (it trails the engine's epoch by at most one); lastTick is the Now
 	// of the latest tick, in Unix nanoseconds. Calls use them to avoid a cgo call and a clock
@@ -177,10 +182,11 @@ func New(cfg Config) (*Runtime, error) {
 			TotalTables: 10 * n, MaxMemorySize: uint(mem),
 		}
 	}
-	// The memory creator turns copy-on-write initialisation off, which Wasmtime checks when
-	// it loads an artifact, and compiles components with merged data segments (rt.compile).
+	// The memory creator turns Wasmtime's copy-on-write initialisation off, which Wasmtime
+	// checks when it loads an artifact, and compiles components with merged data segments,
+	// or without the segments it maps as images itself (rt.compile).
 	cow := !cfg.memoryCreator()
-	settings := fmt.Sprintf("wasmtime-%s stack=%d fuel=%t epoch=true pooling=%t cow=%t mergedata=%t cache=%d", capi.Version, cfg.MaxWasmStack, cfg.Fuel, cfg.Pooling != nil, cow, !cow, cacheFormat)
+	settings := fmt.Sprintf("wasmtime-%s stack=%d fuel=%t epoch=true pooling=%t cow=%t mergedata=%t atlimages=%t cache=%d", capi.Version, cfg.MaxWasmStack, cfg.Fuel, cfg.Pooling != nil, cow, !cow, !cow, cacheFormat)
 	fp := sha256.Sum256([]byte(settings))
 	rt.fingerprint = hex.EncodeToString(fp[:8])
 	if !cfg.NoCache {

@@ -17,6 +17,7 @@ import (
 type Component struct {
 	eng    *Engine
 	ptr    *C.wasmtime_component_t
+	plan   *C.atl_plan_t // the memories of an instantiation and their images (SetMemoryPlan), or nil
 	closed atomic.Bool
 
 	mu      sync.Mutex // guards exports
@@ -77,8 +78,9 @@ func (c *Component) Export(path ...string) (*ExportIndex, bool) {
 	return x, x != nil
 }
 
-// Close releases the component and its cached export indexes. Instances already created keep
-// running (Wasmtime reference-counts the code), but can no longer look up exports.
+// Close releases the component, its cached export indexes and its memory images. Instances
+// already created keep running (Wasmtime reference-counts the code, and a mapped image keeps
+// its memfd), but can no longer look up exports.
 func (c *Component) Close() {
 	if !c.closed.CompareAndSwap(false, true) {
 		return
@@ -92,6 +94,7 @@ func (c *Component) Close() {
 	c.exports = nil
 	c.mu.Unlock()
 	C.wasmtime_component_delete(c.ptr)
+	C.atl_plan_release(c.plan)
 }
 
 // Items reflects the component's type: every import and every export, with instance exports

@@ -24,7 +24,9 @@ type EngineConfig struct {
 	Pooling *PoolingConfig
 	// CapMemories installs Atelier's memory creator (memory.c), which enforces each store's
 	// StoreConfig.MemoryLimit itself so that Store.MemoryRefused can tell when the cap refused
-	// memory. It turns copy-on-write memory initialisation off (data segments are copied in).
+	// memory. It turns Wasmtime's copy-on-write memory initialisation off: data segments are
+	// copied in, except the images of a component's memory plan (Component.SetMemoryPlan),
+	// which the creator maps copy-on-write itself.
 	// Ignored with Pooling: the pooling allocator takes memories from its pool, never from a
 	// memory creator.
 	CapMemories bool

@@ -1,11 +1,15 @@
 // Atelier's linear memories: an engine-wide Wasmtime memory creator that enforces each store's
 // memory cap itself, so that a refused growth is recorded where the host can read it (the C
 // API's store limiter refuses silently), and that recycles freed memories, scrubbed to zero, so
-// that an instantiation does not pay for a fresh mapping and its page faults. host/runtime/
-// RATIONALE.md ("Memory cap") explains the design; store.go (MemoryRefused) and the wrappers'
-// callers are the Go side.
+// that an instantiation does not pay for a fresh mapping and its page faults, and that maps
+// the data image of a component's memories copy-on-write from sealed memfds (atl_plan_t). host/
+// runtime/RATIONALE.md ("Memory cap") explains the design; store.go (MemoryRefused), images.go
+// and the wrappers' callers are the Go side.
+#define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +22,15 @@
 // memories; Wasmtime creates memories synchronously on the calling thread.
 static _Thread_local atl_memcap_t *atl_current;
 
+// The memories an instantiation on this thread is expected to create, in order: its
+// component's plan and how many of them were created so far (NULL: no plan, outside an
+// instantiation, or inside a call made during one). Set and restored by the wrappers.
+typedef struct atl_queue {
+  const atl_plan_t *plan;
+  size_t next;
+} atl_queue_t;
+static _Thread_local atl_queue_t *atl_queue;
+
 // The largest reservation made when Wasmtime does not ask for one (every 32-bit memory fits).
 #define ATL_MAX_FREE_RESERVATION ((size_t)1 << 32)
 
@@ -25,8 +38,9 @@ static _Thread_local atl_memcap_t *atl_current;
 // user does not fault them in again); its other pages go back to the kernel.
 #define ATL_KEEP_RESIDENT ((size_t)4 << 20)
 
-// Memories in use by stores, and freed memories kept in pools, in the whole process.
-static int64_t atl_live, atl_pooled;
+// Memories in use by stores, freed memories kept in pools, and memories mapped from an image,
+// in the whole process.
+static int64_t atl_live, atl_pooled, atl_imaged;
 
 typedef struct atl_pool atl_pool_t;
 
@@ -42,6 +56,7 @@ typedef struct atl_memory {
   size_t size;      // bytes the guest may access
   size_t committed; // read-write bytes from base (size rounded up to host pages)
   size_t capacity;  // growth up to here never moves base
+  size_t image_len; // bytes from base mapped privately from an image's memfd (0: none)
 } atl_memory_t;
 
 // The memory creator's state (its env): freed memories kept for reuse, most recent last. Every
@@ -62,9 +77,13 @@ static size_t atl_round_page(size_t n) {
   return (n + p - 1) & ~(p - 1);
 }
 
-static wasmtime_error_t *atl_errorf(const char *fmt, size_t a, size_t b) {
-  char msg[160];
-  snprintf(msg, sizeof msg, fmt, a, b);
+// A Wasmtime error from a format whose arguments are all size_t.
+static wasmtime_error_t *atl_errorf(const char *fmt, ...) {
+  char msg[200];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
   return wasmtime_error_new(msg);
 }
 
@@ -85,6 +104,15 @@ static void atl_memcap_release(atl_memcap_t *c) {
 int64_t atl_live_memories(void) { return __atomic_load_n(&atl_live, __ATOMIC_RELAXED); }
 
 int64_t atl_pooled_memories(void) { return __atomic_load_n(&atl_pooled, __ATOMIC_RELAXED); }
+
+int64_t atl_imaged_memories(void) { return __atomic_load_n(&atl_imaged, __ATOMIC_RELAXED); }
+
+// Forgets a memory's image mapping (the mapping itself is replaced or unmapped by the caller).
+static void atl_forget_image(atl_memory_t *m) {
+  if (m->image_len > 0)
+    __atomic_sub_fetch(&atl_imaged, 1, __ATOMIC_RELAXED);
+  m->image_len = 0;
+}
 
 static uint8_t *atl_get_memory(void *env, size_t *byte_size, size_t *byte_capacity) {
   atl_memory_t *m = env;
@@ -129,21 +157,33 @@ static wasmtime_error_t *atl_grow_memory(void *env, size_t new_size) {
 }
 
 static void atl_unmap(atl_memory_t *m) {
+  atl_forget_image(m);
   munmap(m->mapping, m->mapping_len);
   free(m);
 }
 
 // Returns every byte of a freed memory to zero; only [base, base+committed) was ever
-// accessible since the memory was last zero. Populated pages in the first ATL_KEEP_RESIDENT
-// bytes are cleared in place (they stay populated for the next user); every other page
-// (never touched, swapped out, or above the limit) is dropped with MADV_DONTNEED, after which
-// it reads as zero. 0 on success.
+// accessible since the memory was last zero. An image's private file mapping is replaced by
+// fresh anonymous memory (MADV_DONTNEED would bring back the file's content, not zeros).
+// Populated pages in the first ATL_KEEP_RESIDENT bytes are cleared in place (they stay
+// populated for the next user); every other page (never touched, swapped out, or above the
+// limit) is dropped with MADV_DONTNEED, after which it reads as zero. 0 on success.
 static int atl_scrub(atl_memory_t *m) {
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
   size_t pages = m->committed / page;
   size_t keep = (m->committed < ATL_KEEP_RESIDENT ? m->committed : ATL_KEEP_RESIDENT) / page;
+  size_t from = 0;
+  if (m->image_len > 0) {
+    if (mmap(m->base, m->image_len, PROT_READ | PROT_WRITE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) == MAP_FAILED)
+      return -1;
+    from = m->image_len / page;
+    atl_forget_image(m);
+  }
+  if (keep < from)
+    keep = from;
   unsigned char vec[4096];
-  for (size_t at = 0; at < keep;) {
+  for (size_t at = from; at < keep;) {
     size_t n = keep - at < sizeof vec ? keep - at : sizeof vec;
     if (mincore(m->base + at * page, n * page, vec) != 0)
       return -1;
@@ -161,8 +201,7 @@ static int atl_scrub(atl_memory_t *m) {
     }
     at += n;
   }
-  if (pages > keep &&
-      madvise(m->base + keep * page, (pages - keep) * page, MADV_DONTNEED) != 0)
+  if (pages > keep && madvise(m->base + keep * page, (pages - keep) * page, MADV_DONTNEED) != 0)
     return -1;
   return 0;
 }
@@ -240,10 +279,47 @@ static wasmtime_error_t *atl_map(atl_pool_t *p, size_t guard, size_t capacity,
   return NULL;
 }
 
+// Maps an image over the start of a memory whose first `committed` bytes are read-write:
+// privately, so the instance's writes stay its own.
+static wasmtime_error_t *atl_map_image(atl_memory_t *m, const atl_image_t *img) {
+  if (img->len > m->committed)
+    return atl_errorf("memory image of %zu bytes exceeds the memory's %zu bytes", img->len,
+                      m->committed);
+  if (mmap(m->base, img->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, img->fd, 0) ==
+      MAP_FAILED)
+    return atl_errorf("map a memory image of %zu bytes: errno %zu", img->len, (size_t)errno);
+  m->image_len = img->len;
+  __atomic_add_fetch(&atl_imaged, 1, __ATOMIC_RELAXED);
+  return NULL;
+}
+
+// Takes the next memory of the instantiation's plan, which must have the limits Wasmtime asks
+// for; *img is its image or NULL. Without a plan there is nothing to check.
+static wasmtime_error_t *atl_plan_next(size_t minimum, size_t maximum, const atl_image_t **img) {
+  *img = NULL;
+  atl_queue_t *q = atl_queue;
+  if (q == NULL)
+    return NULL;
+  if (q->next >= q->plan->n)
+    return atl_errorf("instantiation creates more linear memories than the %zu its component's "
+                      "memory plan lists",
+                      q->plan->n);
+  const atl_planned_memory_t *pm = &q->plan->mems[q->next++];
+  if (pm->min != minimum || pm->max != maximum)
+    return atl_errorf("linear memory %zu of the instantiation has limits %zu..%zu bytes, its "
+                      "component's memory plan says %zu..%zu",
+                      q->next - 1, minimum, maximum, pm->min, pm->max);
+  if (pm->image >= 0)
+    *img = &q->plan->images[pm->image];
+  return NULL;
+}
+
 // Wasmtime's contract (config.h, MemoryCreator::new_memory): `reserved` bytes (when non-zero)
 // plus `guard` bytes after them must be reserved so that compiled code can elide bounds checks,
-// the base never moves, and the memory starts zeroed. A guard of the same size also precedes
-// the memory, as Wasmtime's own memories have. A pooled memory of the same layout is reused.
+// the base never moves, and the memory starts zeroed (or, here, with the image of the plan,
+// whose module was compiled without the segments that make it). A guard of the same size also
+// precedes the memory, as Wasmtime's own memories have. A pooled memory of the same layout is
+// reused.
 static wasmtime_error_t *atl_new_memory(void *env, const wasm_memorytype_t *ty, size_t minimum,
                                         size_t maximum, size_t reserved, size_t guard,
                                         wasmtime_linear_memory_t *ret) {
@@ -252,6 +328,10 @@ static wasmtime_error_t *atl_new_memory(void *env, const wasm_memorytype_t *ty, 
   atl_memcap_t *cap = atl_current;
   if (cap == NULL)
     return wasmtime_error_new("linear memory requested outside an Atelier store call");
+  const atl_image_t *img;
+  wasmtime_error_t *err = atl_plan_next(minimum, maximum, &img);
+  if (err != NULL)
+    return err;
   if (minimum > cap->cap) {
     __atomic_store_n(&cap->refused, 1, __ATOMIC_RELAXED);
     return atl_errorf("linear memory minimum of %zu bytes exceeds the memory cap of %zu bytes",
@@ -269,11 +349,12 @@ static wasmtime_error_t *atl_new_memory(void *env, const wasm_memorytype_t *ty, 
                       minimum, capacity);
 
   atl_memory_t *m = atl_pool_take(pool, guard, capacity);
-  wasmtime_error_t *err = NULL;
   if (m == NULL)
     err = atl_map(pool, guard, capacity, &m);
   if (err == NULL)
     err = atl_set_committed(m, minimum);
+  if (err == NULL && img != NULL)
+    err = atl_map_image(m, img);
   if (err != NULL) {
     if (m != NULL)
       atl_unmap(m);
@@ -335,13 +416,21 @@ void atl_store_delete(wasmtime_store_t *store, atl_memcap_t *mem) {
   atl_memcap_release(mem);
 }
 
-wasmtime_error_t *atl_instantiate(atl_memcap_t *mem, const wasmtime_component_linker_t *linker,
+wasmtime_error_t *atl_instantiate(atl_memcap_t *mem, const atl_plan_t *plan,
+                                  const wasmtime_component_linker_t *linker,
                                   wasmtime_context_t *ctx, const wasmtime_component_t *comp,
                                   wasmtime_component_instance_t *out) {
   atl_memcap_t *prev = atl_current;
+  atl_queue_t q = {plan, 0}, *prevq = atl_queue;
   atl_current = mem;
+  atl_queue = plan != NULL ? &q : NULL;
   wasmtime_error_t *err = wasmtime_component_linker_instantiate(linker, ctx, comp, out);
   atl_current = prev;
+  atl_queue = prevq;
+  if (err == NULL && plan != NULL && q.next != plan->n)
+    err = atl_errorf("instantiation created %zu linear memories, its component's memory plan "
+                     "lists %zu",
+                     q.next, plan->n);
   return err;
 }
 
@@ -349,19 +438,84 @@ wasmtime_error_t *atl_func_call(atl_memcap_t *mem, const wasmtime_component_func
                                 wasmtime_context_t *ctx, const wasmtime_component_val_t *args,
                                 size_t nargs, wasmtime_component_val_t *res, size_t nres) {
   atl_memcap_t *prev = atl_current;
+  atl_queue_t *prevq = atl_queue;
   atl_current = mem;
+  atl_queue = NULL;
   wasmtime_error_t *err = wasmtime_component_func_call(f, ctx, args, nargs, res, nres);
   if (err == NULL)
     err = wasmtime_component_func_post_return(f, ctx);
   atl_current = prev;
+  atl_queue = prevq;
   return err;
 }
 
 wasmtime_error_t *atl_resource_drop(atl_memcap_t *mem, wasmtime_context_t *ctx,
                                     const wasmtime_component_resource_any_t *r) {
   atl_memcap_t *prev = atl_current;
+  atl_queue_t *prevq = atl_queue;
   atl_current = mem;
+  atl_queue = NULL;
   wasmtime_error_t *err = wasmtime_component_resource_any_drop(ctx, r);
   atl_current = prev;
+  atl_queue = prevq;
   return err;
+}
+
+atl_plan_t *atl_plan_new(size_t n, size_t nimages) {
+  atl_plan_t *p = calloc(1, sizeof *p);
+  if (p == NULL)
+    return NULL;
+  p->refs = 1;
+  p->mems = calloc(n > 0 ? n : 1, sizeof *p->mems);
+  p->images = calloc(nimages > 0 ? nimages : 1, sizeof *p->images);
+  if (p->mems == NULL || p->images == NULL) {
+    atl_plan_release(p);
+    return NULL;
+  }
+  p->n = n;
+  p->nimages = nimages;
+  for (size_t i = 0; i < nimages; i++)
+    p->images[i].fd = -1;
+  return p;
+}
+
+int atl_image_begin(atl_plan_t *p, size_t i, size_t size, uint8_t **out) {
+  *out = NULL;
+  size_t len = atl_round_page(size);
+  if (len == 0)
+    return EINVAL;
+  int fd = memfd_create("atelier-memory-image", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0)
+    return errno;
+  p->images[i].fd = fd;
+  if (ftruncate(fd, (off_t)len) != 0)
+    return errno;
+  void *map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (map == MAP_FAILED)
+    return errno;
+  p->images[i].len = len;
+  *out = map;
+  return 0;
+}
+
+int atl_image_seal(atl_plan_t *p, size_t i, uint8_t *map) {
+  atl_image_t *img = &p->images[i];
+  if (munmap(map, img->len) != 0)
+    return errno;
+  if (fcntl(img->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0)
+    return errno;
+  return 0;
+}
+
+void atl_plan_retain(atl_plan_t *p) { __atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED); }
+
+void atl_plan_release(atl_plan_t *p) {
+  if (p == NULL || __atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL) != 0)
+    return;
+  for (size_t i = 0; p->images != NULL && i < p->nimages; i++)
+    if (p->images[i].fd >= 0)
+      close(p->images[i].fd);
+  free(p->mems);
+  free(p->images);
+  free(p);
 }

@@ -12,3 +12,8 @@ func LiveMemories() int64 { return int64(C.atl_live_memories()) }
 // process's engines keep for reuse (EngineConfig.KeepMemories); an engine's are unmapped when
 // it is closed.
 func PooledMemories() int64 { return int64(C.atl_pooled_memories()) }
+
+// ImagedMemories returns the number of linear memories in use in the process whose start is
+// mapped from a memory image (Component.SetMemoryPlan); tests check with it that images are
+// used, and that freed memories no longer map them.
+func ImagedMemories() int64 { return int64(C.atl_imaged_memories()) }

@@ -59,6 +59,46 @@ typedef struct atl_memcap {
   uint32_t refs;
 } atl_memcap_t;
 
+// A memory an instantiation is expected to create (dataseg.Memory): its limits as Wasmtime
+// passes them to the memory creator, and its image (an index in atl_plan_t.images, or -1).
+typedef struct atl_planned_memory {
+  size_t min, max; // bytes
+  int image;
+} atl_planned_memory_t;
+
+// A sealed memfd of `len` bytes (a multiple of the host page size) holding a memory's initial
+// content.
+typedef struct atl_image {
+  int fd; // -1 until created
+  size_t len;
+} atl_image_t;
+
+// A component's memory plan (dataseg.Layout): the memories each instantiation creates, in
+// creation order, and their images. Immutable once filled; shared by concurrent
+// instantiations and by the components compiled from the same source (refs counts its
+// owners).
+typedef struct atl_plan {
+  uint32_t refs;
+  size_t n;
+  atl_planned_memory_t *mems;
+  size_t nimages;
+  atl_image_t *images;
+} atl_plan_t;
+
+// Allocates a plan for n memories and nimages images (to be filled by the caller), with one
+// reference; NULL when out of memory.
+atl_plan_t *atl_plan_new(size_t n, size_t nimages);
+// Creates image i as a memfd of `size` bytes rounded up to host pages and maps it shared at
+// *out for the caller to fill; 0 or an errno value.
+int atl_image_begin(atl_plan_t *p, size_t i, size_t size, uint8_t **out);
+// Unmaps image i's filled mapping and seals the memfd against any change; 0 or an errno value.
+int atl_image_seal(atl_plan_t *p, size_t i, uint8_t *map);
+// Adds a reference to the plan.
+void atl_plan_retain(atl_plan_t *p);
+// Drops a reference (p may be NULL); the last one closes the plan's memfds (memories mapped
+// from them keep their mapping) and frees it.
+void atl_plan_release(atl_plan_t *p);
+
 // Installs the memory creator on an engine config and turns copy-on-write initialisation off.
 // The creator keeps up to `keep` freed memories (scrubbed to zero) for reuse until the engine is
 // deleted.
@@ -67,6 +107,8 @@ void atl_config_memory_creator(wasm_config_t *c, size_t keep);
 int64_t atl_live_memories(void);
 // Freed memories kept for reuse by the memory creators of the process's engines.
 int64_t atl_pooled_memories(void);
+// Memories (in use) whose start is mapped from an image of a memory plan.
+int64_t atl_imaged_memories(void);
 
 // Creates a store whose data is `handle` (a cgo.Handle). With `capped` (engines with the memory
 // creator) it also creates the store's cap in *mem, else *mem is NULL. NULL when out of memory.
@@ -76,9 +118,12 @@ wasmtime_store_t *atl_store_new(wasm_engine_t *engine, uintptr_t handle, int cap
 void atl_store_delete(wasmtime_store_t *store, atl_memcap_t *mem);
 
 // The Wasmtime entry points that may create memories, with `mem` (may be NULL) as the cap of
-// the memories they create. atl_func_call also runs post-return when the call succeeded (the
-// results are copies, so they outlive it): one crossing per call instead of two.
-wasmtime_error_t *atl_instantiate(atl_memcap_t *mem, const wasmtime_component_linker_t *linker,
+// the memories they create. atl_instantiate follows `plan` (may be NULL): each memory created
+// must be the plan's next one, gets its image, and every memory of the plan must be created,
+// else the instantiation fails. atl_func_call also runs post-return when the call succeeded
+// (the results are copies, so they outlive it): one crossing per call instead of two.
+wasmtime_error_t *atl_instantiate(atl_memcap_t *mem, const atl_plan_t *plan,
+                                  const wasmtime_component_linker_t *linker,
                                   wasmtime_context_t *ctx, const wasmtime_component_t *comp,
                                   wasmtime_component_instance_t *out);
 wasmtime_error_t *atl_func_call(atl_memcap_t *mem, const wasmtime_component_func_t *f,

@@ -1,6 +1,9 @@
-// Package dataseg merges the active data segments of the core modules in a WebAssembly
-// component, so that a Wasmtime engine without copy-on-write memory images (one with a custom
-// memory creator) initialises memory with a few copies instead of one per segment.
+// Package dataseg rewrites the data segments of the core modules in a WebAssembly component
+// for a Wasmtime engine without Wasmtime's copy-on-write memory images (one with a custom
+// memory creator): Prepare takes the segments out of the modules whose memory images the
+// creator can map itself, and returns the Layout that tells it which memory gets which image
+// (layout.go); Merge merges the segments of the other modules, so that Wasmtime initialises
+// their memories with a few copies instead of one per segment.
 //
 // Toolchains emit many small segments (the Go linker splits data at every run of zeros, Wizer
 // snapshots emit one segment per non-zero run: 22505 and 5958 segments in the example Go and
@@ -18,7 +21,11 @@
 // else is copied byte for byte; input that is not understood is returned unchanged.
 package dataseg
 
-import "sort"
+import (
+	"cmp"
+	"slices"
+	"sort"
+)
 
 // MaxGap is the longest run of zeros a merged segment fills in: copying it costs about as
 // much as Wasmtime's work for one more segment.
@@ -97,13 +104,13 @@ func appendSection(out []byte, id byte, payload []byte) []byte {
 	return append(out, payload...)
 }
 
-// segment is an active data segment of memory 0.
-type segment struct {
-	off  uint32
-	data []byte
+// Segment is an active data segment of memory 0: data at an offset.
+type Segment struct {
+	Offset uint32
+	Data   []byte
 }
 
-func (s segment) end() uint64 { return uint64(s.off) + uint64(len(s.data)) }
+func (s Segment) end() uint64 { return uint64(s.Offset) + uint64(len(s.Data)) }
 
 // mergeModule rewrites the data section of one core module, if the module qualifies.
 func mergeModule(bin []byte) ([]byte, bool) {
@@ -185,13 +192,13 @@ func importsNoMemory(b []byte) bool {
 
 // parseData reads a data section whose segments are all active in memory 0 at i32.const
 // offsets.
-func parseData(b []byte) ([]segment, bool) {
+func parseData(b []byte) ([]Segment, bool) {
 	r := reader{b: b}
 	n := r.u32()
 	if r.bad || uint64(n) > uint64(len(b)) {
 		return nil, false
 	}
-	segs := make([]segment, 0, n)
+	segs := make([]Segment, 0, n)
 	for i := uint32(0); i < n && !r.bad; i++ {
 		switch r.u32() {
 		case 0:
@@ -209,28 +216,24 @@ func parseData(b []byte) ([]segment, bool) {
 		if r.byte() != 0x0b { // end
 			return nil, false
 		}
-		segs = append(segs, segment{off: off, data: r.bytes(r.u32())})
+		segs = append(segs, Segment{Offset: off, Data: r.bytes(r.u32())})
 	}
 	return segs, !r.bad && r.done()
 }
 
 // mergeSegments merges runs of consecutive ascending segments (see the package comment); it
 // returns segs unchanged unless all segments are pairwise disjoint.
-func mergeSegments(segs []segment) []segment {
-	starts := make([]segment, len(segs))
-	copy(starts, segs)
-	sort.Slice(starts, func(i, j int) bool { return starts[i].off < starts[j].off })
-	for i := 1; i < len(starts); i++ {
-		if uint64(starts[i].off) < starts[i-1].end() {
-			return segs
-		}
+func mergeSegments(segs []Segment) []Segment {
+	starts, ok := sortedDisjoint(segs)
+	if !ok {
+		return segs
 	}
 	// emptyGap reports whether no segment starts in [from, to).
 	emptyGap := func(from uint64, to uint32) bool {
 		i := sort.Search(len(starts), func(i int) bool { return uint64(starts[i].off) >= from })
 		return i == len(starts) || starts[i].off >= to
 	}
-	var out []segment
+	var out []Segment
 	for i := 0; i < len(segs); {
 		run := segs[i]
 		end := run.end()
@@ -238,18 +241,18 @@ func mergeSegments(segs []segment) []segment {
 		j := i + 1
 		for ; j < len(segs); j++ {
 			next := segs[j]
-			if uint64(next.off) < end || uint64(next.off)-end > MaxGap || !emptyGap(end, next.off) {
+			if uint64(next.Offset) < end || uint64(next.Offset)-end > MaxGap || !emptyGap(end, next.Offset) {
 				break
 			}
 			if data == nil {
-				data = append(data, run.data...)
+				data = append(data, run.Data...)
 			}
-			data = append(data, zeros[:uint64(next.off)-end]...)
-			data = append(data, next.data...)
+			data = append(data, zeros[:uint64(next.Offset)-end]...)
+			data = append(data, next.Data...)
 			end = next.end()
 		}
 		if data != nil {
-			run.data = data
+			run.Data = data
 		}
 		out = append(out, run)
 		i = j
@@ -257,14 +260,85 @@ func mergeSegments(segs []segment) []segment {
 	return out
 }
 
-func encodeData(segs []segment) []byte {
+// sortedDisjoint returns where the segments lie, in ascending order, and whether they are
+// pairwise disjoint.
+func sortedDisjoint(segs []Segment) ([]span, bool) {
+	spans := make([]span, len(segs)) // no pointers: sorting them is cheap
+	for i, s := range segs {
+		spans[i] = span{s.Offset, uint32(len(s.Data))}
+	}
+	spans = sortSpans(spans)
+	for i := 1; i < len(spans); i++ {
+		if uint64(spans[i].off) < spans[i-1].end() {
+			return nil, false
+		}
+	}
+	return spans, true
+}
+
+// span is where a segment lies.
+type span struct{ off, n uint32 }
+
+func (s span) end() uint64 { return uint64(s.off) + uint64(s.n) }
+
+// sortSpans sorts spans by offset, in place or into a new slice (the result is sorted). It
+// merges the ascending runs the input is made of: toolchains emit one or a few (the Go
+// linker two), which takes linear time where a general sort does not.
+func sortSpans(spans []span) []span {
+	var runs []int // the end of each ascending run
+	for i := 1; i <= len(spans); i++ {
+		if i == len(spans) || spans[i].off < spans[i-1].off {
+			runs = append(runs, i)
+		}
+	}
+	switch {
+	case len(runs) == 1:
+		return spans
+	case len(runs) > 64: // not a toolchain's order
+		slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.off, b.off) })
+		return spans
+	}
+	buf := make([]span, len(spans))
+	for len(runs) > 1 {
+		var merged []int
+		start := 0
+		for i := 0; i < len(runs); i += 2 {
+			if i+1 == len(runs) {
+				copy(buf[start:], spans[start:runs[i]])
+				merged = append(merged, runs[i])
+				break
+			}
+			mergeSpans(buf[start:runs[i+1]], spans[start:runs[i]], spans[runs[i]:runs[i+1]])
+			merged = append(merged, runs[i+1])
+			start = runs[i+1]
+		}
+		spans, buf, runs = buf, spans, merged
+	}
+	return spans
+}
+
+// mergeSpans merges the sorted a and b into out.
+func mergeSpans(out, a, b []span) {
+	i, j := 0, 0
+	for k := range out {
+		if j == len(b) || i < len(a) && a[i].off <= b[j].off {
+			out[k] = a[i]
+			i++
+		} else {
+			out[k] = b[j]
+			j++
+		}
+	}
+}
+
+func encodeData(segs []Segment) []byte {
 	out := appendU32(nil, uint32(len(segs)))
 	for _, s := range segs {
 		out = append(out, 0x00, 0x41)
-		out = appendS32(out, int32(s.off))
+		out = appendS32(out, int32(s.Offset))
 		out = append(out, 0x0b)
-		out = appendU32(out, uint32(len(s.data)))
-		out = append(out, s.data...)
+		out = appendU32(out, uint32(len(s.Data)))
+		out = append(out, s.Data...)
 	}
 	return out
 }
@@ -293,32 +367,42 @@ func appendS32(b []byte, v int32) []byte {
 // first error bad is set and every read returns zero.
 type reader struct {
 	b   []byte
+	at  int // the next byte; an index rather than a resliced b, so reads write no pointer
 	bad bool
 }
 
-func (r *reader) done() bool { return r.bad || len(r.b) == 0 }
+func (r *reader) done() bool { return r.bad || r.at == len(r.b) }
 
 func (r *reader) byte() byte {
-	if r.bad || len(r.b) == 0 {
+	if r.bad || r.at == len(r.b) {
 		r.bad = true
 		return 0
 	}
-	c := r.b[0]
-	r.b = r.b[1:]
+	c := r.b[r.at]
+	r.at++
 	return c
 }
 
 func (r *reader) bytes(n uint32) []byte {
-	if r.bad || uint64(n) > uint64(len(r.b)) {
+	if r.bad || uint64(n) > uint64(len(r.b)-r.at) {
 		r.bad = true
 		return nil
 	}
-	out := r.b[:n:n]
-	r.b = r.b[n:]
+	end := r.at + int(n)
+	out := r.b[r.at:end:end]
+	r.at = end
 	return out
 }
 
 func (r *reader) u32() uint32 {
+	if !r.bad && r.at < len(r.b) && r.b[r.at] < 0x80 { // one byte: most values
+		r.at++
+		return uint32(r.b[r.at-1])
+	}
+	return r.u32long()
+}
+
+func (r *reader) u32long() uint32 {
 	var v uint32
 	for i := 0; i < 5; i++ {
 		c := r.byte()

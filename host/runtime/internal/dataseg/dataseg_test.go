@@ -2,7 +2,10 @@ package dataseg
 
 import (
 	"bytes"
+	"cmp"
 	"maps"
+	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -79,11 +82,11 @@ func image(t *testing.T, mod []byte) (map[uint32]byte, uint64) {
 			t.Fatal("data section does not parse")
 		}
 		for _, sg := range segs {
-			for i, c := range sg.data {
+			for i, c := range sg.Data {
 				if c == 0 {
-					delete(mem, sg.off+uint32(i))
+					delete(mem, sg.Offset+uint32(i))
 				} else {
-					mem[sg.off+uint32(i)] = c
+					mem[sg.Offset+uint32(i)] = c
 				}
 			}
 			end = max(end, sg.end())
@@ -212,4 +215,26 @@ func FuzzMerge(f *testing.F) {
 			t.Fatalf("memory image changed")
 		}
 	})
+}
+
+// TestSortSpans checks the run-merging sort against a general sort, for inputs made of one
+// to a hundred ascending runs.
+func TestSortSpans(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, runs := range []int{1, 2, 3, 5, 8, 64, 65, 100} {
+		var in []span
+		for range runs {
+			off := rng.Uint32N(1 << 20)
+			for range 1 + rng.IntN(50) {
+				in = append(in, span{off: off, n: 1})
+				off += 1 + rng.Uint32N(100)
+			}
+		}
+		want := slices.Clone(in)
+		slices.SortStableFunc(want, func(a, b span) int { return cmp.Compare(a.off, b.off) })
+		got := sortSpans(slices.Clone(in))
+		if !slices.EqualFunc(got, want, func(a, b span) bool { return a.off == b.off }) {
+			t.Fatalf("%d runs: %v\nwant %v", runs, got, want)
+		}
+	}
 }
