@@ -8,6 +8,7 @@ import (
 
 	"atelier/host/capability/outboundhttp"
 	"atelier/host/gatekeeper"
+	"atelier/tests/loadgen"
 )
 
 // BenchmarkFetch compares, in one run against the same loopback service, a plain Go HTTP GET
@@ -30,6 +31,7 @@ func BenchmarkFetch(b *testing.B) {
 	refused := `["GET", "http://example.com/api/notebooks/work/whoami", {}, ""]`
 
 	b.Run("raw", func(b *testing.B) {
+		defer reportCPU(b)()
 		for b.Loop() {
 			req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
 			req.Header.Set("Authorization", "Bearer "+aliceToken)
@@ -42,6 +44,7 @@ func BenchmarkFetch(b *testing.B) {
 		}
 	})
 	b.Run("gatekeeper", func(b *testing.B) {
+		defer reportCPU(b)()
 		for b.Loop() {
 			if _, err := ps.Call(ctx, "fetch", args); err != nil {
 				b.Fatal(err)
@@ -56,10 +59,18 @@ func BenchmarkFetch(b *testing.B) {
 		}
 	})
 	b.Run("notes-list", func(b *testing.B) {
+		defer reportCPU(b)()
 		for b.Loop() {
 			if _, err := ns.Call(ctx, "list", "[]"); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
+}
+
+// reportCPU measures the process's CPU time from now until the returned function runs and
+// reports it per operation as cpu-ns/op (the loopback service's share included).
+func reportCPU(b *testing.B) func() {
+	start := loadgen.CPUTime(b)
+	return func() { b.ReportMetric(float64(loadgen.CPUTime(b)-start)/float64(b.N), "cpu-ns/op") }
 }

@@ -4,16 +4,16 @@
 // the manifest's, its URL lies under one of the granted resource's prefixes, and it sets no
 // credential or hop-by-hop header. The host then adds the credential headers, dials only
 // public addresses (checked on the dialed IP, after DNS), refuses redirects and bodies over
-// the limits. An instance without a binding may reach nothing.
+// the limits. An instance without a binding may reach nothing. Requests are HTTP/1.1 over
+// kept-alive connections, sent and awaited on the calling thread (transport.go says why).
 package outboundhttp
 
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -44,6 +44,8 @@ type Options struct {
 	// private (a local test server, a service on the operator's own network). Each entry
 	// allows exactly that address and port.
 	AllowAddrs []string
+	// RootCAs are the certificate authorities trusted for https (default: the system's).
+	RootCAs *x509.CertPool
 }
 
 func (o Options) withDefaults() Options {
@@ -94,8 +96,8 @@ func New(opts Options) (runtime.HostInterface, error) {
 // rules, used by the WIT interface (Interface) and by other package formats. It is safe for
 // concurrent use.
 type Client struct {
-	opts   Options
-	client *http.Client
+	opts      Options
+	transport *transport
 }
 
 // NewClient returns a Client. It fails when an AllowAddrs entry is not an ip:port.
@@ -110,22 +112,9 @@ func NewClient(opts Options) (*Client, error) {
 		allowed[unmapAddrPort(ap)] = true
 	}
 	c := &Client{opts: o}
-	dialer := &net.Dialer{Timeout: o.Timeout, Control: func(network, address string, _ syscall.RawConn) error {
+	c.transport = newTransport(o, func(network, address string, _ syscall.RawConn) error {
 		return checkDial(address, allowed)
-	}}
-	c.client = &http.Client{
-		Transport: &http.Transport{
-			Proxy:                 nil, // never an environment proxy: the dialed address is the checked one
-			DialContext:           dialer.DialContext,
-			ForceAttemptHTTP2:     true,
-			MaxIdleConnsPerHost:   16,
-			IdleConnTimeout:       90 * time.Second,
-			TLSHandshakeTimeout:   o.Timeout,
-			ResponseHeaderTimeout: o.Timeout,
-		},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		Timeout:       o.Timeout,
-	}
+	})
 	return c, nil
 }
 
@@ -267,21 +256,19 @@ func (c *Client) Do(ctx context.Context, p *Policy, r Request) (*Response, error
 	for _, h := range p.Headers {
 		req.Header.Set(h.Name, h.Value)
 	}
-	resp, err := c.client.Do(req)
+	resp, data, err := c.transport.roundTrip(ctx, req, c.opts.MaxResponseBody)
 	if err != nil {
 		var de *deniedError
-		if errors.As(err, &de) {
+		switch {
+		case errors.As(err, &de):
 			return nil, fail(Denied, "%s", de.msg)
+		case errors.Is(err, errHeaderTooLarge):
+			return nil, fail(TooLarge, "%s %s: %v", r.Method, u.Redacted(), err)
 		}
-		return nil, fail(Failed, "%s %s: %v", r.Method, u.Redacted(), unwrapURLError(err))
+		return nil, fail(Failed, "%s %s: %v", r.Method, u.Redacted(), err)
 	}
-	defer resp.Body.Close()
 	if loc := resp.Header.Get("Location"); resp.StatusCode/100 == 3 && loc != "" {
 		return nil, fail(Denied, "%s %s: redirect (HTTP %d) to %q refused", r.Method, u.Redacted(), resp.StatusCode, loc)
-	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, int64(c.opts.MaxResponseBody)+1))
-	if err != nil {
-		return nil, fail(Failed, "%s %s: reading the body: %v", r.Method, u.Redacted(), unwrapURLError(err))
 	}
 	if len(data) > c.opts.MaxResponseBody {
 		return nil, fail(TooLarge, "%s %s: response body exceeds %d bytes", r.Method, u.Redacted(), c.opts.MaxResponseBody)
@@ -313,15 +300,6 @@ func (c *Client) fetch(ctx context.Context, call *runtime.HostCall, args []any) 
 		headers[i] = map[string]any{"name": h.Name, "value": h.Value}
 	}
 	return map[string]any{"status": uint16(resp.Status), "headers": headers, "body": resp.Body}, nil
-}
-
-// unwrapURLError drops the *url.Error wrapper, whose text repeats the method and URL.
-func unwrapURLError(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
 }
 
 // checkHeader refuses malformed headers, transport headers and the credential headers.
