@@ -89,8 +89,10 @@ func TestKeepAlive(t *testing.T) {
 	}
 }
 
-// rawServer answers each connection with serve, for responses net/http would not send.
-func rawServer(t *testing.T, serve func(c net.Conn, r *bufio.Reader)) string {
+// rawServer serves HTTP/1.1 by hand, for answers net/http would not send: answer writes the
+// response to each request read from a connection, and the connection closes when it
+// returns false.
+func rawServer(t *testing.T, answer func(w io.Writer, req *http.Request) bool) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -105,31 +107,31 @@ func rawServer(t *testing.T, serve func(c net.Conn, r *bufio.Reader)) string {
 			}
 			go func() {
 				defer c.Close()
-				serve(c, bufio.NewReader(c))
+				r := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(r)
+					if err != nil {
+						return
+					}
+					io.Copy(io.Discard, req.Body)
+					if !answer(c, req) {
+						return
+					}
+				}
 			}()
 		}
 	}()
 	return "http://" + ln.Addr().String()
 }
 
-// readRequest reads one request head and body from r.
-func readRequest(r *bufio.Reader) (*http.Request, error) {
-	req, err := http.ReadRequest(r)
-	if err == nil {
-		io.Copy(io.Discard, req.Body)
-	}
-	return req, err
-}
-
 // TestServerClosesKeptConnection: a server that closes a connection after answering on it
 // (keep-alive promised) does not fail the next request, which goes on a new connection.
 func TestServerClosesKeptConnection(t *testing.T) {
 	var conns atomic.Int64
-	origin := rawServer(t, func(c net.Conn, r *bufio.Reader) {
+	origin := rawServer(t, func(w io.Writer, _ *http.Request) bool {
 		conns.Add(1)
-		if _, err := readRequest(r); err == nil {
-			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-		}
+		io.WriteString(w, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		return false
 	})
 	c, p := loopback(t, origin, Options{})
 	for i := range 5 {
@@ -148,26 +150,21 @@ func TestServerClosesKeptConnection(t *testing.T) {
 // switch refused, bytes after the response drop the connection instead of answering the next
 // request with them.
 func TestResponseShapes(t *testing.T) {
-	origin := rawServer(t, func(c net.Conn, r *bufio.Reader) {
-		for {
-			req, err := readRequest(r)
-			if err != nil {
-				return
-			}
-			switch req.URL.Path {
-			case "/early":
-				io.WriteString(c, "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nlate")
-			case "/chunked":
-				io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n")
-			case "/switch":
-				io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
-				return
-			case "/smuggle":
-				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\naHTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nforged")
-			default:
-				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nplain")
-			}
+	origin := rawServer(t, func(w io.Writer, req *http.Request) bool {
+		switch req.URL.Path {
+		case "/early":
+			io.WriteString(w, "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nlate")
+		case "/chunked":
+			io.WriteString(w, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n")
+		case "/switch":
+			io.WriteString(w, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+			return false
+		case "/smuggle":
+			io.WriteString(w, "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\naHTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nforged")
+		default:
+			io.WriteString(w, "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nplain")
 		}
+		return true
 	})
 	c, p := loopback(t, origin, Options{})
 	ctx := context.Background()
@@ -192,26 +189,21 @@ func TestResponseShapes(t *testing.T) {
 // TestResponseLimits: a head over maxResponseHeader and a body over MaxResponseBody are
 // too-large errors, and the client goes on working.
 func TestResponseLimits(t *testing.T) {
-	origin := rawServer(t, func(c net.Conn, r *bufio.Reader) {
-		for {
-			req, err := readRequest(r)
-			if err != nil {
-				return
+	origin := rawServer(t, func(w io.Writer, req *http.Request) bool {
+		switch req.URL.Path {
+		case "/head":
+			io.WriteString(w, "HTTP/1.1 200 OK\r\n")
+			for range maxResponseHeader / 1000 {
+				io.WriteString(w, "X-Pad: "+strings.Repeat("p", 1000)+"\r\n")
 			}
-			switch req.URL.Path {
-			case "/head":
-				io.WriteString(c, "HTTP/1.1 200 OK\r\n")
-				for range maxResponseHeader / 1000 {
-					io.WriteString(c, "X-Pad: "+strings.Repeat("p", 1000)+"\r\n")
-				}
-				io.WriteString(c, "Content-Length: 0\r\n\r\n")
-				return
-			case "/body":
-				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n"+strings.Repeat("b", 100))
-			default:
-				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-			}
+			io.WriteString(w, "Content-Length: 0\r\n\r\n")
+			return false
+		case "/body":
+			io.WriteString(w, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n"+strings.Repeat("b", 100))
+		default:
+			io.WriteString(w, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 		}
+		return true
 	})
 	c, p := loopback(t, origin, Options{MaxResponseBody: 50})
 	ctx := context.Background()
@@ -230,9 +222,9 @@ func TestResponseLimits(t *testing.T) {
 func TestTimeoutAndCancel(t *testing.T) {
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
-	origin := rawServer(t, func(c net.Conn, r *bufio.Reader) {
-		readRequest(r)
+	origin := rawServer(t, func(io.Writer, *http.Request) bool {
 		<-release
+		return false
 	})
 	c, p := loopback(t, origin, Options{Timeout: 300 * time.Millisecond})
 	_, err := c.Do(context.Background(), p, Request{Method: "GET", URL: origin + "/slow"})
