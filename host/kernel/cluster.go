@@ -109,6 +109,7 @@ type routedWorkspace struct {
 	mu   sync.Mutex
 	cur  *capnweb.Stub            // the workspace object on its node; nil: resolve again
 	sess *capnweb.Session         // the peer session cur lives in (nil when local)
+	node store.NodeID             // the node cur is on
 	kids map[string]*capnweb.Stub // navigation results on cur's node, by path
 }
 
@@ -165,24 +166,27 @@ func (r *route) CallMethod(ctx context.Context, method string, args []any) (any,
 		}
 		return &route{ws: r.ws, steps: append(append([]step(nil), r.steps...), step{method, args, key})}, nil
 	}
-	return r.ws.forward(ctx, r.steps, func(st *capnweb.Stub) (any, error) {
-		if t, ok := st.LocalTarget(); ok { // this node's own gadget connection: call it directly
+	if subscriptions[len(r.steps)][method] {
+		return r.ws.subscribe(ctx, r.steps, method, args)
+	}
+	return r.ws.forward(ctx, r.steps, func(at placed) (any, error) {
+		if t, ok := at.st.LocalTarget(); ok { // this node's own gadget connection: call it directly
 			if d, ok := t.(capnweb.DynamicTarget); ok {
 				return d.CallMethod(ctx, method, args) // with this call's turn, which it releases
 			}
 		}
-		return awaitOwned(ctx, st.Call(ctx, method, args...))
+		return awaitOwned(ctx, at.st.Call(ctx, method, args...))
 	})
 }
 
 // GetProperty implements capnweb.DynamicTarget.
 func (r *route) GetProperty(ctx context.Context, name string) (any, error) {
-	return r.ws.forward(ctx, r.steps, func(st *capnweb.Stub) (any, error) { return awaitOwned(ctx, st.Get(name)) })
+	return r.ws.forward(ctx, r.steps, func(at placed) (any, error) { return awaitOwned(ctx, at.st.Get(name)) })
 }
 
 // forward runs call on the object the steps lead to, on the node running the workspace.
 // Calls are sent in order; awaiting lets the next call on the routed object go out.
-func (w *routedWorkspace) forward(ctx context.Context, steps []step, call func(*capnweb.Stub) (any, error)) (any, error) {
+func (w *routedWorkspace) forward(ctx context.Context, steps []step, call func(at placed) (any, error)) (any, error) {
 	var last error
 	for attempt := range 6 {
 		if attempt > 0 { // the old owner may still hold the lease for a moment
@@ -192,7 +196,7 @@ func (w *routedWorkspace) forward(ctx context.Context, steps []step, call func(*
 				return nil, ctx.Err()
 			}
 		}
-		st, sess, err := w.target(ctx, steps)
+		at, err := w.target(ctx, steps)
 		if err != nil {
 			if !moved(err) {
 				return nil, err
@@ -200,37 +204,45 @@ func (w *routedWorkspace) forward(ctx context.Context, steps []step, call func(*
 			last = err
 			continue
 		}
-		v, err := call(st)
+		v, err := call(at)
 		if err == nil {
 			return v, nil
 		}
 		switch {
 		case moved(err), errors.Is(err, capnweb.ErrDisposed): // ErrDisposed: another call dropped st first
 			last = err
-		case sess != nil && sessionEnded(sess):
-			w.drop(st)
+		case at.sess != nil && sessionEnded(at.sess):
+			w.drop(at.st)
 			return nil, fail(CodeUnavailable, "the node running workspace %s stopped during the call, so its outcome is unknown; call again", w.id)
 		default:
 			return nil, err
 		}
-		w.drop(st)
+		w.drop(at.st)
 	}
 	return nil, wrapErr(last, "workspace %s keeps moving; try again", w.id)
 }
 
+// placed is an object on the node running the workspace: the stub, its peer session (nil
+// when the node is this one) and the node's name.
+type placed struct {
+	st   *capnweb.Stub
+	sess *capnweb.Session
+	node store.NodeID
+}
+
 // target returns the object steps lead to on the workspace's current node.
-func (w *routedWorkspace) target(ctx context.Context, steps []step) (*capnweb.Stub, *capnweb.Session, error) {
+func (w *routedWorkspace) target(ctx context.Context, steps []step) (placed, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.cur != nil && w.sess != nil && sessionEnded(w.sess) {
 		w.reset()
 	}
 	if w.cur == nil {
-		cur, sess, err := w.resolve(ctx)
+		cur, sess, node, err := w.resolve(ctx)
 		if err != nil {
-			return nil, nil, err
+			return placed{}, err
 		}
-		w.cur, w.sess, w.kids = cur, sess, map[string]*capnweb.Stub{}
+		w.cur, w.sess, w.node, w.kids = cur, sess, node, map[string]*capnweb.Stub{}
 	}
 	st := w.cur
 	for _, s := range steps {
@@ -238,56 +250,57 @@ func (w *routedWorkspace) target(ctx context.Context, steps []step) (*capnweb.St
 		if next == nil {
 			v, err := awaitOwned(ctx, st.Call(ctx, s.method, s.args...))
 			if err != nil {
-				return nil, nil, err
+				return placed{}, err
 			}
 			var ok bool
 			if next, ok = v.(*capnweb.Stub); !ok {
-				return nil, nil, fail(CodeInternal, "%s returned %T, not an object", s.method, v)
+				return placed{}, fail(CodeInternal, "%s returned %T, not an object", s.method, v)
 			}
 			w.kids[s.key] = next
 		}
 		st = next
 	}
-	return st, w.sess, nil
+	return placed{st, w.sess, w.node}, nil
 }
 
-// resolve finds the workspace's node and returns its workspace object there.
-func (w *routedWorkspace) resolve(ctx context.Context) (*capnweb.Stub, *capnweb.Session, error) {
+// resolve finds the workspace's node and returns its workspace object there, the peer
+// session it lives in (nil on this node) and the node's name.
+func (w *routedWorkspace) resolve(ctx context.Context) (*capnweb.Stub, *capnweb.Session, store.NodeID, error) {
 	c := w.k.cfg.Cluster
 	node, held, err := c.Holder(ctx, w.id)
 	if err != nil {
-		return nil, nil, wrapErr(err, "find the node of workspace %s", w.id)
+		return nil, nil, "", wrapErr(err, "find the node of workspace %s", w.id)
 	}
 	if !held {
 		if node, err = c.Pick(ctx, w.id); err != nil {
-			return nil, nil, wrapErr(err, "place workspace %s", w.id)
+			return nil, nil, "", wrapErr(err, "place workspace %s", w.id)
 		}
 	}
 	if node == c.Self() {
 		ws, err := (&Authed{k: w.k, p: w.p}).openLocal(ctx, w.id, w.shareKey)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, "", err
 		}
 		w.shareKey = ""
 		st, err := capnweb.NewStub(ws)
-		return st, nil, err
+		return st, nil, node, err
 	}
 	sess, err := c.Dial(ctx, node, w.p.hash)
 	if err != nil {
-		return nil, nil, fail(CodeMoved, "reach node %s running workspace %s: %v", node, w.id, err)
+		return nil, nil, "", fail(CodeMoved, "reach node %s running workspace %s: %v", node, w.id, err)
 	}
 	v, err := awaitOwned(ctx, sess.Main().Call(ctx, "openWorkspace", string(w.id), w.shareKey))
 	if err != nil {
 		sess.Close()
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	w.shareKey = ""
 	st, ok := v.(*capnweb.Stub)
 	if !ok {
 		sess.Close()
-		return nil, nil, fail(CodeInternal, "node %s answered openWorkspace with %T", node, v)
+		return nil, nil, "", fail(CodeInternal, "node %s answered openWorkspace with %T", node, v)
 	}
-	return st, sess, nil
+	return st, sess, node, nil
 }
 
 // drop forgets the current target if st still belongs to it.

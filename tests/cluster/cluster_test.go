@@ -409,18 +409,21 @@ func (tc *testCluster) metrics(t testing.TB, p *serveproc.Process) string {
 
 // TestKillOwnerLosesNoAcknowledgedWrite kills (-9) the node running a busy workspace while a
 // client on another node writes to it: the workspace moves, the client carries on, and every
-// write that was acknowledged is still there. It reports the stall.
+// write that was acknowledged is still there; a client subscribed through the third node
+// hears of the writes made after the move. It reports the stall.
 func TestKillOwnerLosesNoAcknowledgedWrite(t *testing.T) {
 	tc := startCluster(t, 3)
 	token, ws, w := tc.busyWorkspace(t)
 	if owner := tc.ownerOf(t, 1, ws); owner != "n1" {
 		t.Fatalf("workspace runs on %q, want n1 (where it was created)", owner)
 	}
+	heard := subscribeTitles(t, tc.nodes[2].URL, token, ws)
 	killed := time.Now()
 	tc.nodes[0].Kill(t)
 	stall := w.waitStall(t, killed, 60*time.Second)
 	w.waitAcked(t, 20, 60*time.Second)
 	acked, fails := w.finish()
+	heard.hearsNext(t, w.c, 30*time.Second)
 	t.Logf("kill -9 of the owner: %d writes acknowledged, %d failed during the failover; stall %v (lease TTL %v)",
 		len(acked), len(fails), stall.Round(time.Millisecond), leaseTTL)
 	reader := dial(t, tc.nodes[2].URL, token)
@@ -429,6 +432,57 @@ func TestKillOwnerLosesNoAcknowledgedWrite(t *testing.T) {
 	if owner := tc.ownerOf(t, 2, ws); owner != "n2" && owner != "n3" {
 		t.Fatalf("after the kill the workspace runs on %q, want n2 or n3", owner)
 	}
+}
+
+// titleSet collects the titles of the items a subscription to the to-do gadget's events heard of.
+type titleSet struct {
+	mu     sync.Mutex
+	titles map[string]bool
+}
+
+// subscribeTitles subscribes, through the node at url, to the events of workspace ws's to-do
+// gadget.
+func subscribeTitles(t testing.TB, url, token, ws string) *titleSet {
+	t.Helper()
+	c := dial(t, url, token)
+	h := &titleSet{titles: map[string]bool{}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	g := c.api.Call(ctx, "openWorkspace", ws).Call(ctx, "gadget", "todo")
+	_, err := g.Call(ctx, "subscribe", func(ev map[string]any) {
+		payload, _ := ev["payload"].(map[string]any)
+		todo, _ := payload["todo"].(map[string]any)
+		title, _ := todo["title"].(string)
+		h.mu.Lock()
+		h.titles[title] = true
+		h.mu.Unlock()
+	}).Await(ctx)
+	if err != nil {
+		t.Fatalf("subscribe at %s: %v", url, err)
+	}
+	return h
+}
+
+// hearsNext adds items through c until the subscriber hears of one: what is published while a
+// subscription moves to the workspace's new node is not replayed, what follows must arrive.
+func (h *titleSet) hearsNext(t testing.TB, c *client, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for i := 0; time.Now().Before(deadline); i++ {
+		title := fmt.Sprintf("probe-%d", i)
+		if err := c.add(title); err != nil {
+			t.Fatalf("add %s: %v", title, err)
+		}
+		for wait := time.Now().Add(500 * time.Millisecond); time.Now().Before(wait); time.Sleep(20 * time.Millisecond) {
+			h.mu.Lock()
+			ok := h.titles[title]
+			h.mu.Unlock()
+			if ok {
+				return
+			}
+		}
+	}
+	t.Fatalf("the subscriber heard of no item added within %v after the move", within)
 }
 
 // stallAfter is the time from t to the acknowledgement of the first write sent after it (-1:
@@ -500,7 +554,8 @@ func TestPausedOwnerIsFenced(t *testing.T) {
 }
 
 // TestDrainFailsNoCall drains the node running a workspace while clients on the two other
-// nodes write to it: the workspace moves and no call fails. The drained node then stops and
+// nodes write to it: the workspace moves, no call fails, and a subscriber through another node
+// goes on hearing of the writes. The drained node then stops and
 // rejoins.
 func TestDrainFailsNoCall(t *testing.T) {
 	tc := startCluster(t, 3)
@@ -514,6 +569,7 @@ func TestDrainFailsNoCall(t *testing.T) {
 	for _, w := range ws2 {
 		w.waitAcked(t, 10, 30*time.Second)
 	}
+	heard := subscribeTitles(t, tc.nodes[1].URL, token, ws)
 	cmd := exec.Command(tc.bin, "cluster", "drain", "--server", tc.nodes[0].URL)
 	cmd.Env = append(os.Environ(), "ATELIER_TOKEN="+tc.admin, "XDG_CONFIG_HOME="+t.TempDir())
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -532,6 +588,7 @@ func TestDrainFailsNoCall(t *testing.T) {
 		}
 		acked = append(acked, a...)
 	}
+	heard.hearsNext(t, ws2[0].c, 30*time.Second)
 	if owner := tc.ownerOf(t, 1, ws); owner != "n2" && owner != "n3" {
 		t.Fatalf("after the drain the workspace runs on %q, want n2 or n3", owner)
 	}
