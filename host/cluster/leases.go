@@ -47,16 +47,17 @@ var ErrDraining = errors.New("this node is draining and starts no workspace")
 // Leases give liveness only: a node that lost its lease may still believe it holds it for a
 // moment, so durable writes must carry the workspace's epoch (the store fences them).
 type Leases struct {
-	node     *Node
-	log      *slog.Logger
-	ttl      time.Duration
-	lease    jetstream.KeyValue
-	members  jetstream.KeyValue
-	started  time.Time
-	watch    jetstream.KeyWatcher
-	stop     chan struct{}
-	wg       sync.WaitGroup
-	publishM sync.Mutex // orders the puts of this node's record
+	node      *Node
+	log       *slog.Logger
+	ttl       time.Duration
+	lease     jetstream.KeyValue
+	members   jetstream.KeyValue
+	started   time.Time
+	watch     jetstream.KeyWatcher
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	publishM  sync.Mutex // orders the puts of this node's record
+	published bool       // this process put its record (under publishM)
 
 	mu       sync.Mutex
 	addr     string
@@ -109,10 +110,6 @@ func NewLeases(ctx context.Context, n *Node) (*Leases, error) {
 	loaded := make(chan struct{})
 	l.wg.Add(1)
 	go l.follow(loaded)
-	if err := n.ensure(ctx, "this node's membership record", l.publish); err != nil {
-		l.Close()
-		return nil, fmt.Errorf("leases: %w", err)
-	}
 	select {
 	case <-loaded:
 	case <-ctx.Done():
@@ -126,9 +123,54 @@ func NewLeases(ctx context.Context, n *Node) (*Leases, error) {
 		l.Close()
 		return nil, fmt.Errorf("leases: the watch of %s ended while loading", memberBucket)
 	}
+	if err := l.awaitName(ctx); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("leases: %w", err)
+	}
+	if err := n.ensure(ctx, "this node's membership record", l.publish); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("leases: %w", err)
+	}
 	l.wg.Add(1)
 	go l.heartbeat()
 	return l, nil
+}
+
+// awaitName makes sure no other process serves under this node's name. A live membership
+// record of the name is waited out while it is not renewed (a previous process of this node
+// that crashed: its record expires within memberTTL, and its leases with it); a record renewed
+// meanwhile belongs to a running process, and this one refuses to start, since two processes
+// of one name would take each other's leases.
+func (l *Leases) awaitName(ctx context.Context) error {
+	self := l.node.Name()
+	l.mu.Lock()
+	first, ok := l.nodes[self]
+	l.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	l.log.Warn("a membership record of this node's name exists; waiting for it to expire (a previous process that stopped without leaving)",
+		"address", first.Address, "started", first.Started, "expires within", l.memberTTL())
+	for {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for the old membership record of node %s to expire: %w", self, ctx.Err())
+		case <-time.After(l.ttl / heartbeatsPerTTL / 4):
+		}
+		l.mu.Lock()
+		cur, ok := l.nodes[self]
+		watching := l.watching
+		l.mu.Unlock()
+		switch {
+		case !watching:
+			return fmt.Errorf("the watch of %s ended while waiting for node %s's old record to expire", memberBucket, self)
+		case !ok:
+			return nil
+		case cur.Seen.After(first.Seen):
+			return fmt.Errorf("node name %s is in use by a running node (address %q, started %s): give this one another --node, or stop that one first",
+				self, cur.Address, cur.Started.Format(time.RFC3339))
+		}
+	}
 }
 
 // memberTTL is how long a membership record outlives its last heartbeat.
@@ -260,6 +302,7 @@ func (l *Leases) publish(ctx context.Context) error {
 	if _, err := l.members.Put(ctx, memberKey(l.node.Name()), b); err != nil {
 		return fmt.Errorf("publish membership record: %w", err)
 	}
+	l.published = true // under publishM, as Close reads it
 	return nil
 }
 
@@ -668,6 +711,9 @@ func (l *Leases) Close() {
 	defer l.publishM.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), l.ttl)
 	defer cancel()
+	if !l.published {
+		return // the record of this name, if any, is another process's
+	}
 	if err := l.members.Delete(ctx, memberKey(l.node.Name())); err != nil {
 		l.log.Warn("could not delete this node's membership record; it expires", "err", err)
 	}

@@ -465,3 +465,37 @@ func BenchmarkLeases(b *testing.B) {
 		b.ReportMetric(float64(ds[len(ds)*99/100].Microseconds()), name+"-p99-µs")
 	}
 }
+
+// TestANodeNameServesOneProcess: a second process under the name of a running node is refused
+// (it would take the running node's leases), and one that starts while a crashed process's
+// membership record is still there waits until the record expires, leaving it alone meanwhile.
+func TestANodeNameServesOneProcess(t *testing.T) {
+	nodes := testNodes(t, 1, nil)
+	running := testLeases(t, nodes)[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := NewLeases(ctx, nodes[0]); err == nil || !strings.Contains(err.Error(), "in use by a running node") {
+		t.Fatalf("a second process of node n1: got %v, want a refusal", err)
+	}
+	if _, err := running.members.Get(ctx, memberKey(nodes[0].Name())); err != nil {
+		t.Fatalf("the refused process removed the running node's record: %v", err)
+	}
+
+	// A crash: the record is left behind and nobody renews it.
+	running.publishM.Lock()
+	running.published = false // so that Close leaves the record, as a crash would
+	running.publishM.Unlock()
+	running.Close()
+	if err := running.publish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	restarted := testLeases(t, nodes)[0]
+	// An order, not a speed: the record was fresh at start, so it expired a memberTTL later.
+	if waited := time.Since(start); waited < running.memberTTL()/2 {
+		t.Fatalf("started after %v, before the crashed process's record expired", waited)
+	}
+	if _, err := restarted.members.Get(ctx, memberKey(nodes[0].Name())); err != nil {
+		t.Fatalf("the restarted node has no record: %v", err)
+	}
+}
