@@ -111,3 +111,32 @@ func BenchmarkInProcessSequential(b *testing.B) {
 	}
 	reportRate(b, b.N)
 }
+
+// unblocker is a target whose handler gives up its turn before returning, as the kernel's
+// gadget calls do while their reply waits for its commit.
+type unblocker struct{ capnweb.Target }
+
+// Add returns a+b after letting the next queued call start.
+func (unblocker) Add(ctx context.Context, a, b float64) float64 {
+	capnweb.Unblock(ctx)
+	return a + b
+}
+
+// BenchmarkInProcessUnblock: one call at a time over an in-process pipe to a handler that
+// calls Unblock (with nothing queued behind it, which should cost no extra goroutine).
+func BenchmarkInProcessUnblock(b *testing.B) {
+	x, y := capnweb.Pipe()
+	server := capnweb.NewSession(x, capnweb.Options{Main: &unblocker{}})
+	defer server.Close()
+	client := capnweb.NewSession(y, capnweb.Options{})
+	defer client.Close()
+	main := client.Main()
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := main.Call(ctx, "add", 1, 2).Await(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportRate(b, b.N)
+}

@@ -598,15 +598,20 @@ func disposeValue(v any) {
 	case *Promise:
 		v.Dispose()
 	case []any:
-		for _, e := range v {
-			disposeValue(e)
-		}
+		disposeList(v)
 	case map[string]any:
 		for _, e := range v {
 			disposeValue(e)
 		}
 	case *Error:
 		disposeValue(v.Props)
+	}
+}
+
+// disposeList is disposeValue for a list, which need not be boxed (an allocation) to pass it.
+func disposeList(list []any) {
+	for _, e := range list {
+		disposeValue(e)
 	}
 }
 

@@ -36,7 +36,7 @@ type promiseHook struct {
 	err        error
 	waiters    []func(any, error)
 	refs       int
-	onCancel   func() // cancels the computation if the promise is dropped before settling
+	onCancel   *callCtx // the running call's context: cancelled if the promise is dropped unsettled
 }
 
 func newPromiseHook(s *Session) *promiseHook { return &promiseHook{s: s, refs: 1} }
@@ -99,7 +99,7 @@ func callWhenSettled(s *Session, h interface{ whenSettled(func(any, error)) }, p
 	r := newPromiseHook(s)
 	h.whenSettled(func(v any, err error) {
 		if err != nil {
-			disposeValue(args)
+			disposeList(args)
 			r.settle(nil, err)
 			return
 		}
@@ -123,7 +123,7 @@ func (p *promiseHook) dispose() {
 		return
 	}
 	var v any
-	var cancel func()
+	var cancel *callCtx
 	if p.settled {
 		v, p.val = p.val, nil
 	} else if len(p.waiters) == 0 {
@@ -132,7 +132,7 @@ func (p *promiseHook) dispose() {
 	p.mu.Unlock()
 	disposeValue(v)
 	if cancel != nil {
-		cancel()
+		cancel.cancel()
 	}
 }
 
@@ -140,7 +140,7 @@ func (p *promiseHook) dispose() {
 type errorHook struct{ err error }
 
 func (e errorHook) call(_ []any, args []any, _ bool) hook {
-	disposeValue(args)
+	disposeList(args)
 	return e
 }
 func (e errorHook) whenSettled(cb func(any, error)) { cb(nil, e.err) }
@@ -158,7 +158,7 @@ func applyToValue(v any, path []any, args []any, isCall bool) (any, error) {
 		case *Stub:
 			h, err := c.hook()
 			if err != nil {
-				disposeValue(args)
+				disposeList(args)
 				return nil, err
 			}
 			return &Promise{h: h.call(path[i:], args, isCall)}, nil
@@ -189,12 +189,12 @@ func applyToValue(v any, path []any, args []any, isCall bool) (any, error) {
 	if st, ok := cur.(*Stub); ok {
 		h, err := st.hook()
 		if err != nil {
-			disposeValue(args)
+			disposeList(args)
 			return nil, err
 		}
 		return &Promise{h: h.call(nil, args, true)}, nil
 	}
-	disposeValue(args)
+	disposeList(args)
 	return nil, TypeError("'%s' is not a function.", pathString(path))
 }
 

@@ -10,13 +10,30 @@ import (
 	"unicode/utf8"
 )
 
-// parse decodes one JSON text of at most maxSize bytes into nil, bool, float64, string, []any
-// and map[string]any (what encoding/json produces for an any). The nesting depth is checked
-// while parsing, so that a hostile message cannot make the parser recurse deeply. A parser may
-// be reused for further messages (by one goroutine at a time); data is not retained.
-func (p *jsonParser) parse(data []byte, maxSize int) (any, error) {
+// parseList decodes one JSON text of at most maxSize bytes that is an array (as every protocol
+// message is) into a slice of nil, bool, float64, string, []any and map[string]any (what
+// encoding/json produces for an any); the array is not boxed into an any, which would cost an
+// allocation per message. For valid JSON that is not an array it returns nil. The nesting
+// depth is checked while parsing, so that a hostile message cannot make the parser recurse
+// deeply. A parser may be reused for further messages (by one goroutine at a time); data is
+// not retained.
+func (p *jsonParser) parseList(data []byte, maxSize int) ([]any, error) {
+	var list []any
+	err := p.run(data, maxSize, func() (err error) {
+		if p.skipSpace(); p.pos < len(p.data) && p.data[p.pos] == '[' && p.maxDepth > 0 {
+			list, err = p.list(1)
+			return err
+		}
+		_, err = p.value(0)
+		return err
+	})
+	return list, err
+}
+
+// run parses data with top, which parses the value at the start: the rest must be space.
+func (p *jsonParser) run(data []byte, maxSize int, top func() error) error {
 	if len(data) > maxSize {
-		return nil, badMessage("message of %d bytes exceeds the limit of %d", len(data), maxSize)
+		return badMessage("message of %d bytes exceeds the limit of %d", len(data), maxSize)
 	}
 	p.data, p.pos = data, 0
 	defer func() {
@@ -29,7 +46,7 @@ func (p *jsonParser) parse(data []byte, maxSize int) (any, error) {
 			p.stack = nil
 		}
 	}()
-	v, err := p.value(0)
+	err := top()
 	if err == nil {
 		p.skipSpace()
 		if p.pos < len(data) {
@@ -38,11 +55,11 @@ func (p *jsonParser) parse(data []byte, maxSize int) (any, error) {
 	}
 	if err != nil {
 		if err == errJSONTooDeep {
-			return nil, badMessage("nesting depth exceeds the limit of %d", p.maxDepth)
+			return badMessage("nesting depth exceeds the limit of %d", p.maxDepth)
 		}
-		return nil, badMessage("invalid JSON: %v", err)
+		return badMessage("invalid JSON: %v", err)
 	}
-	return v, nil
+	return nil
 }
 
 // errJSONTooDeep reports nesting beyond the parser's limit.

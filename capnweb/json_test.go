@@ -17,6 +17,40 @@ func parseJSON(data []byte, lim Limits) (any, error) {
 	return p.parse(data, lim.MaxMessageSize)
 }
 
+// parse is parseList for any JSON text.
+func (p *jsonParser) parse(data []byte, maxSize int) (any, error) {
+	var v any
+	err := p.run(data, maxSize, func() (err error) {
+		v, err = p.value(0)
+		return err
+	})
+	return v, err
+}
+
+// TestParseList checks that parseList agrees with parse on every case: the same array, nil
+// for another value, an error for the same texts.
+func TestParseList(t *testing.T) {
+	lim := DefaultLimits()
+	for _, c := range append(jsonCases, `["push",["pipeline",0,["add"],[1,2]]]`, `[[[[1]]]]`) {
+		want, wantErr := parseJSON([]byte(c), lim)
+		p := jsonParser{maxDepth: lim.MaxDepth}
+		got, err := p.parseList([]byte(c), lim.MaxMessageSize)
+		if (err != nil) != (wantErr != nil) {
+			t.Errorf("%q: parseList error %v, parse error %v", c, err, wantErr)
+			continue
+		}
+		if list, isList := want.([]any); isList && !reflect.DeepEqual(got, list) {
+			t.Errorf("%q: parseList gave %#v, parse %#v", c, got, list)
+		} else if !isList && got != nil {
+			t.Errorf("%q: parseList gave %#v for a value that is not an array", c, got)
+		}
+	}
+	p := jsonParser{maxDepth: 2}
+	if _, err := p.parseList([]byte(`[[[1]]]`), lim.MaxMessageSize); err == nil {
+		t.Error("parseList accepted nesting beyond maxDepth")
+	}
+}
+
 // jsonCases exercise the corners of the JSON grammar; parseJSON must agree with encoding/json
 // on every one (same value, or both reject).
 var jsonCases = []string{
@@ -94,7 +128,7 @@ func BenchmarkParseJSON(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		for _, m := range msgs {
-			if _, err := p.parse(m, lim.MaxMessageSize); err != nil {
+			if _, err := p.parseList(m, lim.MaxMessageSize); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -167,7 +167,7 @@ func (m *mapRun) decodeWritable(int64) (any, error) {
 func (m *mapRun) decodeRef(asStub bool, ref int64, path []any, args []any, hasArgs bool) (any, error) {
 	h, err := m.refHook(ref)
 	if err != nil {
-		disposeValue(args)
+		disposeList(args)
 		return nil, err
 	}
 	if hasArgs {

@@ -486,12 +486,11 @@ func (s *Session) shutdown(err error, abort bool) {
 
 // handleMessage processes one incoming message; a returned error is a protocol violation.
 func (s *Session) handleMessage(data []byte) error {
-	raw, err := s.parser.parse(data, s.lim.MaxMessageSize)
+	msg, err := s.parser.parseList(data, s.lim.MaxMessageSize)
 	if err != nil {
 		return err
 	}
-	msg, ok := raw.([]any)
-	if !ok || len(msg) == 0 {
+	if len(msg) == 0 {
 		return badMessage("%s", truncate(data))
 	}
 	tag, _ := msg[0].(string)
@@ -854,7 +853,7 @@ func (s *Session) decodeRef(asStub bool, id int64, path []any, args []any, hasAr
 	e := s.exports[id]
 	s.mu.Unlock()
 	if e == nil {
-		disposeValue(args)
+		disposeList(args)
 		return nil, badMessage("reference to unknown export id %d", id)
 	}
 	h := e.hook
@@ -1071,7 +1070,7 @@ func (h *importHook) call(path []any, args []any, isCall bool) hook {
 	if s.closed {
 		err := s.err
 		s.mu.Unlock()
-		disposeValue(args)
+		disposeList(args)
 		return errorHook{err}
 	}
 	if e.resolvedRemote || e.releaseSent {
@@ -1087,7 +1086,7 @@ func (h *importHook) call(path []any, args []any, isCall bool) hook {
 		if isCall {
 			b, err = encodeArgs(append(b, ','), args, enc, s.lim.MaxDepth)
 		}
-		disposeValue(args)
+		disposeList(args)
 		return append(b, ']'), err
 	})
 }

@@ -293,7 +293,7 @@ func (h *importHook) streamCall(method string, args []any) hook {
 	msg := strconv.AppendInt([]byte(`["stream",["pipeline",`), e.id, 10)
 	msg = append(appendJSONString(append(msg, ",["...), method), "],"...)
 	msg, err := encodeArgs(msg, args, enc, s.lim.MaxDepth)
-	disposeValue(args)
+	disposeList(args)
 	s.mu.Lock()
 	if err != nil || s.closed {
 		if err == nil {

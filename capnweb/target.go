@@ -164,15 +164,15 @@ func (t *targetHook) call(path []any, args []any, isCall bool) hook {
 	}
 	lt.addRef()
 	c := &localCall{lt: lt, path: path, isCall: isCall, ctx: callCtx{parent: base}, result: newPromiseHook(s)}
-	c.result.onCancel = c.ctx.cancel
-	var argv any
-	if isCall {
-		argv = args
-	}
-	if hasPromises(argv) {
-		awaitAll(argv, c.start)
-	} else {
-		c.start(argv, nil) // without making c.start a closure
+	c.result.onCancel = &c.ctx
+	switch {
+	case !isCall:
+		lt.q.push(c)
+	case hasPromises(args):
+		awaitAll(args, c.start)
+	default:
+		c.args = args // without boxing args or making c.start a closure
+		lt.q.push(c)
 	}
 	return c.result
 }
@@ -182,7 +182,7 @@ type localCall struct {
 	lt     *localTarget
 	path   []any
 	isCall bool
-	args   any // the arguments, promises resolved
+	args   []any // the arguments, promises resolved
 	ctx    callCtx
 	turn   turn
 	result *promiseHook
@@ -194,16 +194,15 @@ func (c *localCall) start(args any, err error) {
 		c.finish(nil, err)
 		return
 	}
-	c.args = args
+	c.args, _ = args.([]any)
 	c.lt.q.push(c)
 }
 
 // run runs the call in its turn (c.turn).
 func (c *localCall) run() {
 	c.ctx.turn = &c.turn
-	list, _ := c.args.([]any)
-	v, err := c.lt.invoke(&c.ctx, c.path, list, c.isCall)
-	disposeValue(c.args)
+	v, err := c.lt.invoke(&c.ctx, c.path, c.args, c.isCall)
+	disposeList(c.args)
 	s := c.lt.s
 	if s == nil {
 		c.finish(v, err)
@@ -515,12 +514,21 @@ func (q *callQueue) hasMore() bool {
 	return q.head < len(q.items)
 }
 
+// stopIfEmptyLocked marks the queue as not running when no call waits, so that the next push
+// starts it, and reports whether it did; q.mu must be held.
+func (q *callQueue) stopIfEmptyLocked() bool {
+	if q.head != len(q.items) {
+		return false
+	}
+	q.items, q.head = q.items[:0], 0 // reuse the array
+	q.running = false
+	return true
+}
+
 func (q *callQueue) run() {
 	for {
 		q.mu.Lock()
-		if q.head == len(q.items) {
-			q.items, q.head = q.items[:0], 0 // reuse the array
-			q.running = false
+		if q.stopIfEmptyLocked() {
 			q.mu.Unlock()
 			return
 		}
@@ -536,9 +544,19 @@ func (q *callQueue) run() {
 	}
 }
 
+// release gives up the turn early: the queue's next call starts on another worker, or, when
+// none waits, the queue stops running and the next push starts it (a worker woken only to find
+// the queue empty would cost a goroutine hand-over per call).
 func (t *turn) release() {
-	if t.state.CompareAndSwap(0, 1) {
-		goWork(t.q.run)
+	if !t.state.CompareAndSwap(0, 1) {
+		return
+	}
+	q := t.q
+	q.mu.Lock()
+	stopped := q.stopIfEmptyLocked()
+	q.mu.Unlock()
+	if !stopped {
+		goWork(q.run)
 	}
 }
 

@@ -253,3 +253,49 @@ func TestEmbeddedMethods(t *testing.T) {
 		t.Fatalf("embedded target method: %v %v", v, err)
 	}
 }
+
+// gate is a target whose Hold gives up its turn and then waits until the test opens it.
+type gate struct {
+	capnweb.Target
+	open chan struct{}
+}
+
+// Hold lets the next call start, then waits for the gate to open.
+func (g *gate) Hold(ctx context.Context) string {
+	capnweb.Unblock(ctx)
+	<-g.open
+	return "held"
+}
+
+// Echo returns s.
+func (*gate) Echo(s string) string { return s }
+
+// TestUnblockWithNothingQueued: a handler that gives up its turn when no call waits behind it
+// lets the calls that arrive later run while it still runs, and the queue goes on working once
+// it returns.
+func TestUnblockWithNothingQueued(t *testing.T) {
+	x, y := capnweb.Pipe()
+	g := &gate{open: make(chan struct{})}
+	server := capnweb.NewSession(x, capnweb.Options{Main: g})
+	defer server.Close()
+	client := capnweb.NewSession(y, capnweb.Options{})
+	defer client.Close()
+	main := client.Main()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	held := main.Call(ctx, "hold")
+	for i := range 3 { // each arrives after hold gave up its turn, or queues behind it until then
+		want := fmt.Sprint("echo ", i)
+		if v, err := main.Call(ctx, "echo", want).Await(ctx); err != nil || v != want {
+			t.Fatalf("echo while hold runs: got %v, %v; want %q", v, err, want)
+		}
+	}
+	close(g.open)
+	if v, err := held.Await(ctx); err != nil || v != "held" {
+		t.Fatalf("hold: got %v, %v", v, err)
+	}
+	if v, err := main.Call(ctx, "echo", "after").Await(ctx); err != nil || v != "after" {
+		t.Fatalf("echo after hold returned: got %v, %v", v, err)
+	}
+}

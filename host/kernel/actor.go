@@ -76,10 +76,12 @@ func (ov *overseer) actor(ctx context.Context, id store.GadgetID) (*actor, error
 			return nil, err
 		}
 	}
-	select {
-	case <-a.ready:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if !a.loaded() { // ctx.Done() may make a context: only when there is something to wait for
+		select {
+		case <-a.ready:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 	if a.loadErr != nil {
 		ov.dropActor(a)
@@ -333,6 +335,9 @@ func (a *actor) reset(cause error) {
 
 // lock waits for the actor's turn (or ctx: a call through a binding must not wait forever).
 func (a *actor) lock(ctx context.Context) error {
+	if a.tryLock() { // ctx.Done() may make a context: only when there is something to wait for
+		return nil
+	}
 	select {
 	case a.turn <- struct{}{}:
 		return nil

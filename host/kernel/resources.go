@@ -306,8 +306,11 @@ func (c *rpcCall) argPath(i int) string {
 // callerPaths renames the argument path of a conversion error of c as its caller counted the
 // arguments.
 func (c *rpcCall) callerPaths(err error) error {
+	if err == nil || !c.self {
+		return err // before ve, which escapes: every call would allocate it
+	}
 	var ve *wit.ValueError
-	if !c.self || !errors.As(err, &ve) || !strings.HasPrefix(ve.Path, "args[") {
+	if !errors.As(err, &ve) || !strings.HasPrefix(ve.Path, "args[") {
 		return err
 	}
 	end := strings.IndexByte(ve.Path, ']')

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -80,6 +81,8 @@ type Bolt struct {
 	leases map[WorkspaceID]*lease
 
 	retention Retention // set while no commit is in flight (SetRetention)
+
+	grouped, groups atomic.Int64 // commits applied, and the transactions they took
 }
 
 // Options tune how a data file is opened.

@@ -48,6 +48,9 @@ func addRef(tx *bolt.Tx, sha string, delta int64) error {
 
 // collectCode deletes the blobs among shas that nothing refers to.
 func collectCode(tx *bolt.Tx, shas []string) error {
+	if len(shas) == 0 {
+		return nil // without opening the buckets: a transaction visits every bucket it opened when it commits
+	}
 	refs, code := tx.Bucket(bucketCodeRefs), tx.Bucket(bucketCode)
 	for _, sha := range shas {
 		if refs.Get([]byte(sha)) == nil {

@@ -3,6 +3,7 @@ package kernel_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -133,7 +135,8 @@ func fromBlueprint(tb testing.TB, s *session, acc account, bp string, from, to i
 //     actor -> kv commit to bbolt with fsync -> reply); server-cpu-ns/op is its CPU time per
 //     call.
 //   - inproc: the same path with the kernel in this process (so -cpuprofile and
-//     ATELIER_BENCH_LOOP_PROFILE see it); cpu-ns/op counts clients and server together.
+//     ATELIER_BENCH_LOOP_PROFILE see it); cpu-ns/op counts clients and server together,
+//     commits/fsync is the mean number of calls' commits the store wrote per transaction.
 //   - inproc_read: get() on that path, which commits nothing, to split the cost.
 //   - direct: the export called on a host/runtime instance with an in-memory kv.
 //
@@ -141,9 +144,10 @@ func fromBlueprint(tb testing.TB, s *session, acc account, bp string, from, to i
 // p50-ns and p99-ns the latency of one call.
 func BenchmarkPath(b *testing.B) {
 	code := guesttest.Bytes(b, counterGo)
+	ctx := runContext(b)
 	increment := func(conns []*capnweb.Stub) func(int) error {
 		return func(c int) error {
-			_, err := await(conns[c].Call(bg, "increment", 1))
+			_, err := conns[c].Call(ctx, "increment", 1).Await(ctx)
 			return err
 		}
 	}
@@ -153,10 +157,15 @@ func BenchmarkPath(b *testing.B) {
 			inproc := connectFleet(b, p.url, code, clients)
 			srv := startServe(b, atelierBinary(b), filepath.Join(b.TempDir(), "atelier.db"))
 			full := connectFleet(b, srv.URL, code, clients)
-			b.Run("inproc", func(b *testing.B) { loadgen.Run(b, clients, increment(inproc)) })
+			b.Run("inproc", func(b *testing.B) {
+				c0, g0 := p.db.CommitGroups()
+				loadgen.Run(b, clients, increment(inproc))
+				c1, g1 := p.db.CommitGroups()
+				b.ReportMetric(float64(c1-c0)/float64(max(g1-g0, 1)), "commits/fsync")
+			})
 			b.Run("inproc_read", func(b *testing.B) {
 				loadgen.Run(b, clients, func(c int) error {
-					_, err := await(inproc[c].Call(bg, "get"))
+					_, err := inproc[c].Call(ctx, "get").Await(ctx)
 					return err
 				})
 			})
@@ -192,16 +201,32 @@ func BenchmarkPath(b *testing.B) {
 	}
 }
 
+// runContext bounds a whole benchmark: a server that stops answering fails it after
+// runTimeout. (A timeout per call, as await sets, would add a timer to the client's side of
+// every call.)
+func runContext(b *testing.B) context.Context {
+	ctx, cancel := context.WithTimeout(bg, runTimeout)
+	b.Cleanup(cancel)
+	return ctx
+}
+
+const runTimeout = 10 * time.Minute
+
 // connectFleet signs up a user on the server at url, creates n counters and returns a
 // connection to each, every one on its own session and warmed up by one increment.
 func connectFleet(b *testing.B, url string, code []byte, n int) []*capnweb.Stub {
 	acc := newAccount(b, url, "bench")
 	withSession(b, url, func(s *session) { counterFleet(b, s, acc, code, n) })
 	conns := make([]*capnweb.Stub, n)
-	for i := range conns {
-		conns[i] = mustStub(b, "connect", acc.connect(mustDial(b, url), counterName(i)))
-		must(b, "warm-up increment", conns[i].Call(bg, "increment", 1))
-	}
+	// The sessions' goroutines inherit the label, so that a profile splits into client and
+	// server: go tool pprof -tagignore side=client shows the server (and the load generator's
+	// loadgen.Run goroutines, which call and await).
+	pprof.Do(bg, pprof.Labels("side", "client"), func(context.Context) {
+		for i := range conns {
+			conns[i] = mustStub(b, "connect", acc.connect(mustDial(b, url), counterName(i)))
+			must(b, "warm-up increment", conns[i].Call(bg, "increment", 1))
+		}
+	})
 	return conns
 }
 
@@ -218,7 +243,7 @@ func processCPU(b *testing.B, pid int) time.Duration {
 // BenchmarkKV measures the kernel's kv storage, a workspace's store.WorkspaceStore over bbolt:
 // get (a read transaction), set (one Commit of one SetKV, durable before it returns), and set
 // from 100 concurrent writers (one gadget each; the store commits everything queued in one
-// transaction).
+// transaction: commits/fsync is their mean number per transaction).
 func BenchmarkKV(b *testing.B) {
 	db, err := store.Open(filepath.Join(b.TempDir(), "atelier.db"))
 	if err != nil {
@@ -256,7 +281,12 @@ func BenchmarkKV(b *testing.B) {
 		})
 	})
 	b.Run("set", func(b *testing.B) { loadgen.Run(b, 1, set) })
-	b.Run("set_100writers", func(b *testing.B) { loadgen.Run(b, 100, set) })
+	b.Run("set_100writers", func(b *testing.B) {
+		c0, g0 := db.CommitGroups()
+		loadgen.Run(b, 100, set)
+		c1, g1 := db.CommitGroups()
+		b.ReportMetric(float64(c1-c0)/float64(max(g1-g0, 1)), "commits/fsync")
+	})
 }
 
 // BenchmarkFootprint measures memory: per idle workspace (created, its overseer running, no
