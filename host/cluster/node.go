@@ -79,6 +79,9 @@ func (c Config) withDefaults() Config {
 // routeUser is the user name of route and client authentication; the password is the secret.
 const routeUser = "atelier"
 
+// routeTLSTimeout bounds the TLS handshake of a route.
+const routeTLSTimeout = 5 * time.Second
+
 // Node is one running cluster member: its NATS server and the connection the node uses.
 type Node struct {
 	cfg Config
@@ -161,7 +164,12 @@ func serverOptions(cfg Config) (*server.Options, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster address: %w", err)
 	}
-	o.Cluster = server.ClusterOpts{Name: "atelier", Host: host, Port: port, Username: routeUser, Password: cfg.Secret}
+	tlsConf, err := routeTLS(cfg.Secret, cfg.Name)
+	if err != nil {
+		return nil, err
+	}
+	o.Cluster = server.ClusterOpts{Name: "atelier", Host: host, Port: port, Username: routeUser, Password: cfg.Secret,
+		TLSConfig: tlsConf, TLSTimeout: routeTLSTimeout.Seconds()}
 	for _, r := range cfg.Routes {
 		if _, _, err := splitHostPort(r); err != nil {
 			return nil, fmt.Errorf("route %q: %w", r, err)

@@ -1,9 +1,12 @@
 package cluster
 
 import (
+	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
+	"strings"
 	"testing"
 	"time"
 )
@@ -113,5 +116,49 @@ func TestANodeWithAnotherSecretCannotJoin(t *testing.T) {
 		if p := nd.Peers(); len(p) != 2 {
 			t.Errorf("node %s has peers %v after the intruder, want 2", nd.Name(), p)
 		}
+	}
+}
+
+// TestRoutesAreTLS: a node's route port speaks TLS, completes a handshake only with a
+// certificate of the cluster's authority (derived from the secret), and refuses a client
+// without one or with another secret's.
+func TestRoutesAreTLS(t *testing.T) {
+	nodes := testNodes(t, 2, nil)
+	handshake := func(conf *tls.Config) error {
+		c, err := net.DialTimeout("tcp", nodes[0].Config().Listen, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		tc := tls.Client(c, conf)
+		if err := tc.Handshake(); err != nil {
+			return err
+		}
+		// TLS 1.3 reports a refused client certificate at the first read; the server's
+		// INFO line follows a good handshake.
+		line, err := bufio.NewReader(tc).ReadString('\n')
+		if err == nil && !strings.HasPrefix(line, "INFO ") {
+			return fmt.Errorf("unexpected greeting %q", line)
+		}
+		return err
+	}
+	member, err := routeTLS("test-secret", "probe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := handshake(member); err != nil {
+		t.Fatalf("a holder of the secret: %v", err)
+	}
+	member.Certificates = nil
+	if err := handshake(member); err == nil {
+		t.Fatal("a route handshake without a client certificate succeeded")
+	}
+	other, err := routeTLS("another-secret-0123456789", "probe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := handshake(other); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("a node verified with another secret's authority: %v", err)
 	}
 }
