@@ -13,7 +13,7 @@ var hops = []struct {
 	ops         []string
 }{
 	{"Gatekeeper hop: gadget -> gatekeeper -> host HTTP, against a plain Go HTTP call (same run):",
-		"Fetch/raw", []string{"Fetch/gatekeeper", "Fetch/notes-list"}},
+		"Fetch/raw", []string{"Fetch/gatekeeper-c", "Fetch/gatekeeper", "Fetch/notes-list"}},
 	{"Gatekeeper formats: notes list as a component and as an Extism plugin, against a plain Go HTTP call that decodes the same JSON (same run):",
 		"Formats/raw", []string{"Formats/component", "Formats/extism"}},
 }

@@ -4,17 +4,24 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"atelier/host/capability/outboundhttp"
 	"atelier/host/gatekeeper"
+	"atelier/sdk/templates"
+	"atelier/sdk/templates/builder"
 	"atelier/tests/loadgen"
 )
 
 // BenchmarkFetch compares, in one run against the same loopback service, a plain Go HTTP GET
 // (raw) with the same GET made by the probe gatekeeper through outbound-http (gatekeeper:
-// session call -> guest -> host fetch -> guest -> JSON result), and with a full read of the
-// notes gatekeeper (notes-list: fetch, JSON decoding, an observation recorded in the queue).
+// session call -> guest -> host fetch -> guest -> JSON result; the probe is Go, and decodes
+// its arguments and encodes its result with encoding/json), by the hop-c gatekeeper
+// (gatekeeper-c: the same path with a C guest doing almost nothing of its own, so the hop is
+// the host's), and with a full read of the notes gatekeeper (notes-list: fetch, JSON decoding,
+// an observation recorded in the queue).
 // The gatekeeper hop is the difference between gatekeeper and raw; gatekeeper-refused is the
 // same call refused by the policy before any I/O (guest, canonical ABI and policy check only).
 func BenchmarkFetch(b *testing.B) {
@@ -25,6 +32,9 @@ func BenchmarkFetch(b *testing.B) {
 	notes := install(b, rt, notesManifest(b, svc), guest(b, "gatekeepers/notes-go"))
 	_, ps := start(b, probe, "probe", svc.Origin+"/notebooks/work", aliceToken, gatekeeper.NewMemoryQueue(), nil)
 	_, ns := start(b, notes, "notes", svc.Origin+"/notebooks/work", aliceToken, gatekeeper.NewMemoryQueue(), nil)
+	hop := probeManifest(svc)
+	hop.Name = "hop-c"
+	_, cs := start(b, install(b, rt, hop, hopC(b)), "hop-c", svc.Origin+"/notebooks/work", aliceToken, gatekeeper.NewMemoryQueue(), nil)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
 	ctx := context.Background()
 	args := `["GET", "` + url + `", {}, ""]`
@@ -51,6 +61,14 @@ func BenchmarkFetch(b *testing.B) {
 			}
 		}
 	})
+	b.Run("gatekeeper-c", func(b *testing.B) {
+		defer reportCPU(b)()
+		for b.Loop() {
+			if _, err := cs.Call(ctx, "whoami", "[]"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("gatekeeper-refused", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := ps.Call(ctx, "fetch", refused); err == nil {
@@ -73,4 +91,30 @@ func BenchmarkFetch(b *testing.B) {
 func reportCPU(b *testing.B) func() {
 	start := loadgen.CPUTime(b)
 	return func() { b.ReportMetric(float64(loadgen.CPUTime(b)-start)/float64(b.N), "cpu-ns/op") }
+}
+
+// hopC builds the hop-c gatekeeper: the C gatekeeper template with guests/hop-c/main.c as its
+// main.c, built by the authoring kit's builder (from its cache when warm).
+func hopC(b *testing.B) []byte {
+	b.Helper()
+	dir := filepath.Join(b.TempDir(), "hop-c")
+	if _, err := templates.Create(dir, templates.Project{Kind: "gatekeeper", Lang: "c", Name: "hop-c"}); err != nil {
+		b.Fatal(err)
+	}
+	src, err := os.ReadFile("guests/hop-c/main.c")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "main.c"), src, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	cache, err := builder.DefaultCacheDir()
+	if err != nil {
+		b.Fatal(err)
+	}
+	res, err := builder.Build(context.Background(), dir, builder.Options{CacheDir: cache, Log: os.Stderr})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return res.Component
 }

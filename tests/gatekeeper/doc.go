@@ -1,5 +1,7 @@
 // Package gatekeeper_test runs gatekeepers end to end: the example notes gatekeeper
 // (gatekeepers/notes-go) and a hostile probe (guests/probe) are built with sdk/build-gadget.sh,
 // packaged, installed and run against the jsonapi notes service (jsonapi/), started as a
-// separate process on loopback. Run with `go test ./tests/gatekeeper` (skipped under -short).
+// separate process on loopback. BenchmarkFetch also builds guests/hop-c, the C gatekeeper
+// template with a main.c that does almost nothing of its own, with the authoring kit's builder.
+// Run with `go test ./tests/gatekeeper` (skipped under -short).
 package gatekeeper
