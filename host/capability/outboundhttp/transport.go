@@ -78,9 +78,9 @@ func (t *transport) roundTrip(ctx context.Context, req *http.Request, maxBody in
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
-	key := req.URL.Scheme + "://" + hostPort(req.URL.Scheme, req.URL.Host)
+	addr := hostPort(req.URL.Scheme, req.URL.Host)
 	for retried := false; ; retried = true {
-		c, reused, err := t.get(ctx, key, req, deadline)
+		c, reused, err := t.get(ctx, req.URL, addr, deadline)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -130,8 +130,10 @@ func hostPort(scheme, host string) string {
 	return net.JoinHostPort(strings.Trim(host, "[]"), port)
 }
 
-// get returns a kept-alive connection for key that the server has not closed, or a new one.
-func (t *transport) get(ctx context.Context, key string, req *http.Request, deadline time.Time) (*conn, bool, error) {
+// get returns a kept-alive connection to addr for u's scheme that the server has not closed,
+// or a new one.
+func (t *transport) get(ctx context.Context, u *url.URL, addr string, deadline time.Time) (*conn, bool, error) {
+	key := u.Scheme + "://" + addr
 	for {
 		t.mu.Lock()
 		t.sweepLocked()
@@ -150,7 +152,7 @@ func (t *transport) get(ctx context.Context, key string, req *http.Request, dead
 		}
 		c.close()
 	}
-	c, err := t.dial(ctx, key, req.URL, deadline)
+	c, err := t.dial(ctx, key, u, addr, deadline)
 	return c, false, err
 }
 
@@ -216,10 +218,9 @@ func (t *transport) dropOldestLocked() {
 
 // dial connects to the URL's host (every address dialed passes the dialer's Control check)
 // and, for https, completes the TLS handshake.
-func (t *transport) dial(ctx context.Context, key string, u *url.URL, deadline time.Time) (*conn, error) {
+func (t *transport) dial(ctx context.Context, key string, u *url.URL, addr string, deadline time.Time) (*conn, error) {
 	dctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	addr := key[strings.Index(key, "://")+3:]
 	nc, err := t.dialer.DialContext(dctx, "tcp", addr)
 	if err != nil {
 		return nil, err
@@ -230,11 +231,9 @@ func (t *transport) dial(ctx context.Context, key string, u *url.URL, deadline t
 		tcp.Close()
 		return nil, err
 	}
-	c := &conn{key: key, tcp: tcp}
-	c.sock = &threadConn{TCPConn: tcp, raw: raw}
-	c.sock.ctx, c.sock.deadline = ctx, deadline
+	c := &conn{key: key, sock: &threadConn{TCPConn: tcp, raw: raw, ctx: ctx, deadline: deadline}}
 	c.nc = c.sock
-	if strings.HasPrefix(key, "https://") {
+	if u.Scheme == "https" {
 		cfg := t.tls.Clone()
 		cfg.ServerName = u.Hostname()
 		tc := tls.Client(c.sock, cfg)
@@ -244,8 +243,7 @@ func (t *transport) dial(ctx context.Context, key string, u *url.URL, deadline t
 		}
 		c.nc = tc
 	}
-	c.br = bufio.NewReader(&c.counter)
-	c.counter.c = c
+	c.br = bufio.NewReader(c)
 	c.bw = bufio.NewWriter(c.nc)
 	return c, nil
 }
@@ -253,22 +251,18 @@ func (t *transport) dial(ctx context.Context, key string, u *url.URL, deadline t
 // conn is one kept-alive connection, used by one request at a time.
 type conn struct {
 	key       string
-	tcp       *net.TCPConn
 	sock      *threadConn
 	nc        net.Conn // sock, or TLS over it
 	br        *bufio.Reader
 	bw        *bufio.Writer
-	counter   countingReader
 	got       int // response bytes read in the current exchange
 	budget    int // bytes the response head may still take; < 0: no bound (the body)
 	idleSince time.Time
 }
 
-// countingReader counts what the connection's bufio.Reader takes and enforces the head budget.
-type countingReader struct{ c *conn }
-
-func (r *countingReader) Read(p []byte) (int, error) {
-	c := r.c
+// Read feeds the connection's bufio.Reader: it counts what it takes and enforces the head
+// budget.
+func (c *conn) Read(p []byte) (int, error) {
 	if c.budget >= 0 {
 		if c.budget == 0 {
 			return 0, errHeaderTooLarge
@@ -329,7 +323,7 @@ func (c *conn) alive() bool {
 	return err == nil && ok && c.br.Buffered() == 0
 }
 
-func (c *conn) close() { c.tcp.Close() }
+func (c *conn) close() { c.sock.Close() }
 
 // threadConn is a TCP connection whose Read and Write wait in poll(2) on the calling thread
 // until ctx ends or the deadline passes.
