@@ -31,11 +31,12 @@ type routedSubscription struct {
 	method string
 	args   []any // the client's arguments, its callback stubs duplicated for as long as s lives
 
-	mu     sync.Mutex
-	handle *capnweb.Stub // the registration on its node; nil between registrations
-	at     placed        // where handle lives
-	done   bool
-	stop   chan struct{}
+	mu      sync.Mutex
+	handle  *capnweb.Stub // the registration on its node; nil between registrations
+	at      placed        // where handle lives
+	done    bool
+	stop    chan struct{}
+	unwatch []func() // stop watching the callbacks for breakage
 }
 
 // subscribe registers the callback in args with method on the object steps lead to and
@@ -46,12 +47,13 @@ func (w *routedWorkspace) subscribe(ctx context.Context, steps []step, method st
 		s.release()
 		return nil, err
 	}
+	s.mu.Lock()
 	for _, a := range s.args {
 		if cb, ok := a.(*capnweb.Stub); ok {
-			unwatch := cb.OnBroken(func(error) { s.Cancel() })
-			go func() { <-s.stop; unwatch() }()
+			s.unwatch = append(s.unwatch, cb.OnBroken(func(error) { go s.Cancel() }))
 		}
 	}
+	s.mu.Unlock()
 	go s.watch()
 	return s, nil
 }
@@ -157,9 +159,12 @@ func (s *routedSubscription) Cancel() {
 	}
 	s.done = true
 	close(s.stop)
-	handle := s.handle
-	s.handle = nil
+	handle, unwatch := s.handle, s.unwatch
+	s.handle, s.unwatch = nil, nil
 	s.mu.Unlock()
+	for _, u := range unwatch {
+		u()
+	}
 	if handle != nil {
 		handle.Dispose() // the last reference: the registration's Dispose cancels it
 	}
