@@ -186,7 +186,7 @@ func New(cfg Config) (*Runtime, error) {
 	// checks when it loads an artifact, and compiles components with merged data segments,
 	// or without the segments it maps as images itself (rt.compile).
 	cow := !cfg.memoryCreator()
-	settings := fmt.Sprintf("wasmtime-%s stack=%d fuel=%t epoch=true pooling=%t cow=%t mergedata=%t atlimages=%t cache=%d", capi.Version, cfg.MaxWasmStack, cfg.Fuel, cfg.Pooling != nil, cow, !cow, !cow, cacheFormat)
+	settings := fmt.Sprintf("wasmtime-%s stack=%d fuel=%t epoch=true pooling=%t cow=%t mergedata=%t cache=%d", capi.Version, cfg.MaxWasmStack, cfg.Fuel, cfg.Pooling != nil, cow, !cow, cacheFormat)
 	fp := sha256.Sum256([]byte(settings))
 	rt.fingerprint = hex.EncodeToString(fp[:8])
 	if !cfg.NoCache {

@@ -118,22 +118,7 @@ func mergeModule(bin []byte) ([]byte, bool) {
 	if !ok {
 		return nil, false
 	}
-	data := -1
-	for i, s := range secs {
-		switch s.id {
-		case 2:
-			if !importsNoMemory(s.payload) {
-				return nil, false
-			}
-		case 11:
-			if data >= 0 {
-				return nil, false
-			}
-			data = i
-		case 12: // data count: instructions may name segments by index
-			return nil, false
-		}
-	}
+	data := dataSection(secs)
 	if data < 0 {
 		return nil, false
 	}
@@ -154,6 +139,29 @@ func mergeModule(bin []byte) ([]byte, bool) {
 		out = appendSection(out, s.id, payload)
 	}
 	return out, true
+}
+
+// dataSection returns the index in secs (a core module's sections) of the data section whose
+// segments may be rewritten or taken out: the module imports no memory and has one data
+// section and no data count section (instructions may name segments by index). -1 otherwise.
+func dataSection(secs []section) int {
+	data := -1
+	for i, s := range secs {
+		switch s.id {
+		case 2:
+			if !importsNoMemory(s.payload) {
+				return -1
+			}
+		case 11:
+			if data >= 0 {
+				return -1
+			}
+			data = i
+		case 12: // data count
+			return -1
+		}
+	}
+	return data
 }
 
 // importsNoMemory reports whether an import section is understood and imports no memory.

@@ -359,30 +359,19 @@ func parseModule(bin []byte) (*modDef, bool) {
 		return nil, false
 	}
 	m := &modDef{}
-	imagable := true
-	var data []byte
 	for _, s := range secs {
-		switch s.id {
-		case 2:
-			imagable = imagable && importsNoMemory(s.payload)
-		case 5:
-			if m.mems != nil {
-				return nil, false
-			}
-			if m.mems, ok = memories(s.payload); !ok {
-				return nil, false
-			}
-		case 11:
-			if data != nil {
-				imagable = false
-			}
-			data = s.payload
-		case 12: // data count: instructions may name segments
-			imagable = false
+		if s.id != 5 {
+			continue
+		}
+		if m.mems != nil {
+			return nil, false
+		}
+		if m.mems, ok = memories(s.payload); !ok {
+			return nil, false
 		}
 	}
-	if imagable && data != nil && len(m.mems) > 0 {
-		m.image = imageOf(data, m.mems[0].Min)
+	if data := dataSection(secs); data >= 0 && len(m.mems) > 0 {
+		m.image = imageOf(secs[data].payload, m.mems[0].Min)
 	}
 	return m, true
 }
