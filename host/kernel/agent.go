@@ -16,6 +16,10 @@ type AgentSession struct {
 	k   *Kernel
 	p   *principal
 	via string
+	// forwarded marks a session serving a call another node forwarded (peerMain.AgentCall):
+	// that node found this one running the workspace, so the call runs here without a second
+	// lookup (and cannot be forwarded on, from node to node).
+	forwarded bool
 }
 
 // AuthenticateAgent turns an agent token, presented from remoteAddr (host without port, ""
@@ -93,7 +97,7 @@ func (s *AgentSession) ExecuteCode(ctx context.Context, ws store.WorkspaceID, co
 // remote reports the node running workspace ws when it is another node of the cluster.
 func (s *AgentSession) remote(ctx context.Context, ws store.WorkspaceID) (store.NodeID, bool) {
 	c := s.k.cfg.Cluster
-	if c == nil {
+	if c == nil || s.forwarded {
 		return "", false
 	}
 	node, held, err := c.Holder(ctx, ws)
@@ -125,7 +129,7 @@ func (m *peerMain) AgentCall(ctx context.Context, ws store.WorkspaceID, via, op,
 	if m.p.agent == nil {
 		return nil, fail(CodeUnauthorized, "agentCall takes an agent's session")
 	}
-	s := &AgentSession{k: m.k, p: m.p, via: via}
+	s := &AgentSession{k: m.k, p: m.p, via: via, forwarded: true}
 	switch op {
 	case "listBindings":
 		return s.ListBindings(ctx, ws)
