@@ -218,11 +218,11 @@ func (s *Store) record(ctx context.Context, q *queued) (commitRecord, error) {
 			wm.Value, wm.Blob = nil, sha
 		case store.MutAppendAudit:
 			if t := m.Audit.Time; t.IsZero() || t.Location() != time.UTC {
+				if t.IsZero() {
+					t = time.Now()
+				}
 				a := *m.Audit
 				a.Time = t.UTC()
-				if t.IsZero() {
-					a.Time = time.Now().UTC()
-				}
 				wm.Audit = &a
 			}
 		}
