@@ -56,8 +56,13 @@ func clusterStatusCommand() command {
 				if st.SyncAlways {
 					sync = "always (acknowledged writes survive losing any nodes' power at once)"
 				}
-				fmt.Fprintf(out, "node %s: replica applied %d (lag %d), %d peer sessions; replicas %d, sync %s, lease TTL %s\n\n",
+				fmt.Fprintf(out, "node %s: replica applied %d (lag %d), %d peer sessions; replicas %d, sync %s, lease TTL %s\n",
 					st.Self, st.Applied, st.Lag, st.PeerSessions, st.Replicas, sync, st.LeaseTTL)
+				snapshot := "no snapshot yet"
+				if st.Log.Snapshot > 0 {
+					snapshot = fmt.Sprintf("newest snapshot at entry %d", st.Log.Snapshot)
+				}
+				fmt.Fprintf(out, "log: %d entries, %s; %s\n\n", st.Log.Entries, formatSize(int64(st.Log.Bytes)), snapshot)
 				for _, p := range st.Problems {
 					fmt.Fprintf(out, "incomplete (try again in a few seconds): %s\n", p)
 				}

@@ -87,6 +87,7 @@ Examples:
 				return nil
 			})
 			fs.DurationVar(&o.cluster.cfg.LeaseTTL, "lease-ttl", 10*time.Second, "cluster: how long a dead node's workspaces wait before another node takes them")
+			fs.IntVar(&o.cluster.cfg.SnapshotEvery, "snapshot-every", cluster.DefaultSnapshotEvery, "cluster: log entries between snapshots of the state, after which the log is compacted (negative: never)")
 			fs.StringVar(&o.cluster.cfg.ClientListen, "nats-addr", "", "cluster: also serve NATS clients (the nats CLI) on HOST:PORT, user \"atelier\" with the secret as password")
 			return func(ctx context.Context, args []string) error {
 				if len(args) != 0 {
@@ -182,9 +183,15 @@ func serve(ctx context.Context, o serveOptions) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	var replicaFailed <-chan struct{} // nil, never ready, on a single node
+	if member != nil {
+		replicaFailed = member.Store().Failed()
+	}
 	select {
 	case err := <-errc:
 		return err
+	case <-replicaFailed:
+		return fmt.Errorf("cluster node %s: %w", o.cluster.cfg.Name, member.Store().Err())
 	case <-ctx.Done():
 	}
 	logger.Info("shutting down")

@@ -20,10 +20,15 @@ type replicaWS struct {
 	ws    store.WorkspaceStore
 }
 
-// startApplier starts the goroutine that applies the log to the replica, from its first
-// entry, through an ordered consumer (which recreates itself after a gap or a lost server).
-func (s *Store) startApplier(ctx context.Context) error {
-	cons, err := s.js.OrderedConsumer(ctx, logStream, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
+// startApplier starts the goroutine that applies the log to the replica, from the entry after
+// `after` (the replica's snapshot; 0: from the first), through an ordered consumer (which
+// recreates itself after a gap or a lost server).
+func (s *Store) startApplier(ctx context.Context, after uint64) error {
+	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}
+	if after > 0 {
+		cfg = jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: after + 1}
+	}
+	cons, err := s.js.OrderedConsumer(ctx, logStream, cfg)
 	if err != nil {
 		return fmt.Errorf("read the log: %w", err)
 	}
@@ -32,16 +37,20 @@ func (s *Store) startApplier(ctx context.Context) error {
 		return fmt.Errorf("read the log: %w", err)
 	}
 	s.msgs = msgs
-	go s.applyLoop()
+	go s.applyLoop(after)
 	return nil
 }
 
-// applyLoop applies the log in order. A commit entry is handed to the replica's committer
-// without waiting for it (the committer applies commits in the order they were submitted, and
-// writes all those waiting in one transaction), so that a busy log is applied in batches;
-// every other entry first waits for the commits before it. The completer goroutine reports
-// entries as applied in log order once their results are in.
-func (s *Store) applyLoop() {
+// applyLoop applies the log in order, from the entry after `last`. A commit entry is handed to
+// the replica's committer without waiting for it (the committer applies commits in the order
+// they were submitted, and writes all those waiting in one transaction), so that a busy log is
+// applied in batches; every other entry first waits for the commits before it. The completer
+// goroutine reports entries as applied in log order once their results are in.
+//
+// The log's sequences have no holes above the compaction point, so an entry that is not the
+// one after the last means entries were purged before this replica applied them: it stops
+// (Failed) rather than serve a replica that skipped writes.
+func (s *Store) applyLoop(last uint64) {
 	defer close(s.done)
 	inflight := make(chan applying, 4096)
 	completed := make(chan struct{})
@@ -50,7 +59,6 @@ func (s *Store) applyLoop() {
 		close(inflight)
 		<-completed
 	}()
-	var last uint64 // the last entry handed over
 	for {
 		msg, err := s.msgs.Next()
 		if err != nil {
@@ -74,6 +82,13 @@ func (s *Store) applyLoop() {
 		if seq <= last {
 			continue
 		}
+		if seq != last+1 {
+			err := fmt.Errorf("the log no longer holds entries %d to %d, which this node's replica had not applied (compacted while the node was stopped or cut off): restart the node to rebuild its replica from the newest snapshot", last+1, seq-1)
+			s.log.Error("replica stopped", "err", err)
+			s.fail(err)
+			return
+		}
+		s.applyMu.Lock()
 		e, err := s.decodeMsg(seq, msg.Data())
 		a := applying{seq: seq, id: msg.Headers().Get(jetstream.MsgIDHeader)}
 		switch {
@@ -83,16 +98,20 @@ func (s *Store) applyLoop() {
 			a.wait = s.applyCommit(e)
 		default:
 			if err := s.waitApplied(s.ctx, last); err != nil {
+				s.applyMu.Unlock()
 				return
 			}
 			a.r = s.applyEntry(seq, e)
 		}
 		last = seq
+		s.handed = seq
 		select {
 		case inflight <- a:
 		case <-s.ctx.Done():
+			s.applyMu.Unlock()
 			return
 		}
+		s.applyMu.Unlock()
 	}
 }
 
@@ -115,6 +134,13 @@ func (s *Store) complete(inflight <-chan applying, done chan<- struct{}) {
 		}
 		s.mu.Lock()
 		s.applied = a.seq
+		s.leases.SetApplied(a.seq)
+		if s.snapshotEvery > 0 && a.seq-min(s.snapSeen, a.seq) >= s.snapshotEvery {
+			select {
+			case s.compactDue <- struct{}{}:
+			default:
+			}
+		}
 		close(s.advanced)
 		s.advanced = make(chan struct{})
 		waiter := s.waiters[a.id]

@@ -14,7 +14,8 @@ import (
 
 // blobBucket is the object store of large values that log entries refer to by SHA-256: code
 // (up to 32 MiB), blueprints' code, gatekeeper archives, and entries too large for the log.
-// Blobs are never deleted, since the log that refers to them is not compacted.
+// Blobs are never deleted yet: entries of the log may refer to them until compaction purges
+// those entries, and nothing collects the blobs no entry refers to any more.
 const blobBucket = "ATL_BLOBS"
 
 // blobs stores and fetches content-addressed blobs.

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -58,6 +59,7 @@ type Leases struct {
 	wg        sync.WaitGroup
 	publishM  sync.Mutex // orders the puts of this node's record
 	published bool       // this process put its record (under publishM)
+	applied   atomic.Uint64
 
 	mu       sync.Mutex
 	addr     string
@@ -77,6 +79,10 @@ type NodeInfo struct {
 	// Seen is when the node last published its record (the server's time).
 	Seen   time.Time `json:"seen"`
 	Leases int       `json:"leases"`
+	// Applied is the sequence of the last log entry the node's replica had applied when it
+	// published the record (0 while it is still loading); the log is never compacted past
+	// any live node's.
+	Applied uint64 `json:"applied"`
 }
 
 // memberRecord is the value of node.<name> in ATL_NODES.
@@ -85,6 +91,7 @@ type memberRecord struct {
 	Draining bool      `json:"draining,omitempty"`
 	Started  time.Time `json:"started"`
 	Leases   int       `json:"leases"`
+	Applied  uint64    `json:"applied,omitempty"`
 }
 
 // NewLeases creates (or binds) the lease and membership buckets, publishes this node's record
@@ -243,7 +250,7 @@ func (l *Leases) follow(loaded chan struct{}) {
 		l.mu.Lock()
 		if live {
 			l.nodes[id] = NodeInfo{Name: id, Address: rec.Address, Draining: rec.Draining, Started: rec.Started,
-				Seen: e.Created(), Leases: rec.Leases}
+				Seen: e.Created(), Leases: rec.Leases, Applied: rec.Applied}
 		} else {
 			delete(l.nodes, id)
 		}
@@ -293,7 +300,7 @@ func (l *Leases) publish(ctx context.Context) error {
 	l.publishM.Lock()
 	defer l.publishM.Unlock()
 	l.mu.Lock()
-	rec := memberRecord{Address: l.addr, Draining: l.draining, Started: l.started, Leases: l.heldLocked()}
+	rec := memberRecord{Address: l.addr, Draining: l.draining, Started: l.started, Leases: l.heldLocked(), Applied: l.applied.Load()}
 	l.mu.Unlock()
 	b, err := json.Marshal(rec)
 	if err != nil {
@@ -305,6 +312,10 @@ func (l *Leases) publish(ctx context.Context) error {
 	l.published = true // under publishM, as Close reads it
 	return nil
 }
+
+// SetApplied records the sequence of the last log entry this node's replica applied,
+// published with the next heartbeat.
+func (l *Leases) SetApplied(seq uint64) { l.applied.Store(seq) }
 
 // SetAddress sets this node's HTTP address, published with the next heartbeat.
 func (l *Leases) SetAddress(addr string) {

@@ -97,9 +97,11 @@ type Status struct {
 	Applied      uint64 `json:"applied"`
 	Lag          uint64 `json:"lag"`
 	PeerSessions int    `json:"peerSessions"`
-	Replicas     int    `json:"replicas"`
-	SyncAlways   bool   `json:"syncAlways"`
-	LeaseTTL     string `json:"leaseTTL"`
+	// Log is the size of the replicated log and its newest snapshot.
+	Log        LogInfo `json:"log"`
+	Replicas   int     `json:"replicas"`
+	SyncAlways bool    `json:"syncAlways"`
+	LeaseTTL   string  `json:"leaseTTL"`
 	// Problems lists the parts JetStream could not answer now (while a stream elects a new
 	// leader, for instance); the other fields are still filled in.
 	Problems []string `json:"problems,omitempty"`
@@ -117,6 +119,9 @@ func (m *Member) Status(ctx context.Context) (any, error) {
 		st.Problems = append(st.Problems, err.Error())
 	}
 	if st.Lag, err = m.store.Lag(ctx); err != nil {
+		st.Problems = append(st.Problems, err.Error())
+	}
+	if st.Log, err = m.store.LogInfo(ctx); err != nil {
 		st.Problems = append(st.Problems, err.Error())
 	}
 	if m.router != nil {
@@ -137,6 +142,11 @@ func (m *Member) WriteMetrics(t *metrics.TextWriter) {
 	gauge("atelier_cluster_applied_sequence", "The last log entry this node's replica applied.", float64(m.store.Applied()))
 	if lag, err := m.store.Lag(ctx); err == nil {
 		gauge("atelier_cluster_replica_lag", "Log entries this node's replica has not applied yet.", float64(lag))
+	}
+	if li, err := m.store.LogInfo(ctx); err == nil {
+		gauge("atelier_cluster_log_entries", "Entries the replicated log holds (compaction purges those before the snapshot before the newest).", float64(li.Entries))
+		gauge("atelier_cluster_log_bytes", "Bytes the replicated log holds, per replica.", float64(li.Bytes))
+		gauge("atelier_cluster_snapshot_sequence", "The log entry the newest snapshot holds (0: none yet).", float64(li.Snapshot))
 	}
 	gauge("atelier_cluster_leases_held", "Workspaces this node runs (leases it holds).", float64(m.leases.HeldHere()))
 	if nodes, err := m.leases.Nodes(ctx); err == nil {

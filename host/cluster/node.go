@@ -57,6 +57,10 @@ type Config struct {
 	// LeaseTTL is how long a workspace's lease outlives its owner's last renewal (10 s); it
 	// bounds the stall when an owner dies.
 	LeaseTTL time.Duration
+	// SnapshotEvery is how many log entries the cluster writes between snapshots of the
+	// replicas, after which the log is compacted (Store.Compact); 0 takes the default
+	// (DefaultSnapshotEvery), a negative number never snapshots on its own.
+	SnapshotEvery int
 	// Logger receives the node's events; nil uses slog.Default().
 	Logger *slog.Logger
 }
@@ -70,11 +74,18 @@ func (c Config) withDefaults() Config {
 	if c.LeaseTTL <= 0 {
 		c.LeaseTTL = 10 * time.Second
 	}
+	if c.SnapshotEvery == 0 {
+		c.SnapshotEvery = DefaultSnapshotEvery
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
 	return c
 }
+
+// DefaultSnapshotEvery is Config.SnapshotEvery's default: a snapshot, and a compaction of the
+// log, every 100,000 entries.
+const DefaultSnapshotEvery = 100_000
 
 // routeUser is the user name of route and client authentication; the password is the secret.
 const routeUser = "atelier"

@@ -27,10 +27,11 @@ import (
 // and the local replica applied it, with the replica's outcome. Workspace commits are fenced by
 // the NATS server (see Acquire and Open).
 //
-// The replica file is deleted and rebuilt from the log on every start (a file at its path that
-// is not a replica is refused, never deleted), and is written without fsync: durability comes
-// from JetStream. The log is not compacted yet, so a start replays every entry ever written
-// (and the blobs it refers to are kept for that).
+// The replica file is deleted and rebuilt on every start (a file at its path that is not a
+// replica is refused, never deleted): from the newest snapshot and the log entries after it
+// (see Compact), and is written without fsync: durability comes from JetStream. A replica
+// that finds entries missing from the log (compacted while the node was away, a stopped
+// process resumed) stops applying and reports it on Failed: the process must start again.
 //
 // Entries whose outcome a replica could otherwise choose differently are fixed by the
 // publisher: new ids and times (Bootstrap's user, audit entries without a time) and the
@@ -41,15 +42,31 @@ type Store struct {
 	js      jetstream.JetStream
 	stream  jetstream.Stream
 	blobs   *blobs
+	snaps   *snapshots
 	replica *store.Bolt
-	log     *slog.Logger
+	// replicaPath is the replica's file; snapshots are written next to it first.
+	replicaPath string
+	log         *slog.Logger
 
 	ctx    context.Context // ends with Close
 	cancel context.CancelFunc
 	msgs   jetstream.MessagesContext
 	done   chan struct{} // closed when the applier has stopped
+	failed chan struct{} // closed when the applier found entries missing (failure says which)
+
+	// applyMu is held by the applier while it hands an entry to the replica, and by a
+	// snapshot, so that it sees the replica between entries; handed is the last entry handed.
+	applyMu   sync.Mutex
+	handed    uint64
+	compactMu sync.Mutex // one Compact at a time
+	// compactDue wakes compactLoop (with SnapshotEvery > 0): the replica applied
+	// snapshotEvery entries past snapSeen, the newest snapshot compactLoop saw.
+	compactDue    chan struct{}
+	snapshotEvery uint64
 
 	mu         sync.Mutex
+	failure    error
+	snapSeen   uint64
 	applied    uint64        // the stream sequence of the last applied entry
 	advanced   chan struct{} // closed (and replaced) whenever applied grows
 	waiters    map[string]chan result
@@ -91,20 +108,41 @@ func NewStore(ctx context.Context, n *Node, leases *Leases, replicaPath string) 
 	if err != nil {
 		return nil, err
 	}
+	sn, err := openSnapshots(ctx, n)
+	if err != nil {
+		return nil, err
+	}
 	if err := store.RemoveReplica(replicaPath); err != nil {
 		return nil, err
+	}
+	var snap snapshotState
+	err = n.ensure(ctx, "the replica from the newest snapshot", func(ctx context.Context) (err error) {
+		snap, err = sn.restore(ctx, replicaPath) // the snapshot bucket may still elect its leader
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("rebuild replica %s: %w", replicaPath, err)
 	}
 	replica, err := store.OpenWith(replicaPath, store.Options{Replica: true})
 	if err != nil {
 		return nil, err
 	}
 	s := &Store{
-		node: n, leases: leases, js: n.js, stream: stream, blobs: bl, replica: replica, log: n.log,
-		done: make(chan struct{}), advanced: make(chan struct{}), waiters: map[string]chan result{},
+		node: n, leases: leases, js: n.js, stream: stream, blobs: bl, snaps: sn, replica: replica,
+		replicaPath: replicaPath, log: n.log, done: make(chan struct{}), failed: make(chan struct{}),
+		advanced: make(chan struct{}), waiters: map[string]chan result{}, compactDue: make(chan struct{}, 1),
 		workspaces: map[store.WorkspaceID]*replicaWS{}, held: map[store.WorkspaceID]*lease{},
 	}
+	if every := n.cfg.SnapshotEvery; every > 0 {
+		s.snapshotEvery = uint64(every)
+	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	if err := s.startApplier(ctx); err != nil {
+	if err := s.adopt(ctx, snap); err != nil {
+		s.cancel()
+		replica.Close()
+		return nil, fmt.Errorf("rebuild replica %s from snapshot %d: %w", replicaPath, snap.Seq, err)
+	}
+	if err := s.startApplier(ctx, snap.Seq); err != nil {
 		s.cancel()
 		replica.Close()
 		return nil, err
@@ -113,7 +151,32 @@ func NewStore(ctx context.Context, n *Node, leases *Leases, replicaPath string) 
 		s.Close()
 		return nil, fmt.Errorf("rebuild replica %s from the log: %w", replicaPath, err)
 	}
+	if s.snapshotEvery > 0 {
+		go s.compactLoop(s.snapshotEvery)
+	}
 	return s, nil
+}
+
+// Failed is closed when the replica stopped applying the log because entries it had not
+// applied are gone from it; Err says which. The node must then be restarted, which rebuilds
+// its replica from the newest snapshot.
+func (s *Store) Failed() <-chan struct{} { return s.failed }
+
+// Err is the reason Failed was closed, or nil.
+func (s *Store) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failure
+}
+
+// fail stops the replica for good: Failed closes, and writes and waits fail with err.
+func (s *Store) fail(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failure == nil {
+		s.failure = err
+		close(s.failed)
+	}
 }
 
 // Close stops the applier and closes the replica (not the node, nor the leases). Commits
@@ -200,9 +263,17 @@ func (s *Store) waitApplied(ctx context.Context, seq uint64) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-s.done:
-			return store.ErrClosed
+			return s.closedErr()
 		}
 	}
+}
+
+// closedErr is why the applier stopped: its failure, or the store's Close.
+func (s *Store) closedErr() error {
+	if err := s.Err(); err != nil {
+		return err
+	}
+	return store.ErrClosed
 }
 
 // result is the replica's outcome of applying an entry.
@@ -230,7 +301,7 @@ func (a *appended) wait(ctx context.Context) (result, error) {
 		return result{}, fmt.Errorf("wait for log entry %d to be applied: %w", a.seq, ctx.Err())
 	case <-a.s.done:
 		a.s.dropWaiter(a.id)
-		return result{}, store.ErrClosed
+		return result{}, a.s.closedErr()
 	}
 }
 

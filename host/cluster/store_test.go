@@ -23,10 +23,13 @@ type member struct {
 }
 
 // testStores starts n nodes (testNodes) with their leases and stores, closed when the test
-// ends.
-func testStores(t testing.TB, n int) []*member {
+// ends; snapshots are left to the tests (the default SnapshotEvery is never reached).
+func testStores(t testing.TB, n int) []*member { return testStoresWith(t, n, nil) }
+
+// testStoresWith is testStores with the nodes' configs changed by tweak.
+func testStoresWith(t testing.TB, n int, tweak func(*Config)) []*member {
 	t.Helper()
-	nodes := testNodes(t, n, nil)
+	nodes := testNodes(t, n, tweak)
 	ms := make([]*member, n)
 	for i, nd := range nodes {
 		ms[i] = &member{node: nd, replica: filepath.Join(t.TempDir(), "replica.db")}
@@ -416,8 +419,10 @@ func TestWorkspaceIDsCannotReachOtherSubjects(t *testing.T) {
 	}
 }
 
-func TestARestartedNodeRebuildsItsReplica(t *testing.T) {
-	ms := testStores(t, 3)
+// seedWorkspace creates user bo (u_bo) on ms[0] and a workspace of bo's run by ms[1], and
+// commits a gadget's code and record and key = value to it.
+func seedWorkspace(t *testing.T, ms []*member, key, value string) (store.WorkspaceID, store.Lease, []byte) {
+	t.Helper()
 	ctx := testCtx(t)
 	if err := ms[0].store.CreateUser(ctx, store.User{ID: "u_bo", Name: "bo"}); err != nil {
 		t.Fatal(err)
@@ -425,9 +430,16 @@ func TestARestartedNodeRebuildsItsReplica(t *testing.T) {
 	ws := newWorkspace(t, ms[0], "u_bo")
 	l, w := open(t, ms[1], ws)
 	code := []byte("component bytes")
-	if err := w.Commit(ctx, []store.Mutation{store.PutCode(code), store.PutGadget(gadgetWith(code)), store.SetKV("g", []byte("k"), []byte("v"))}); err != nil {
+	if err := w.Commit(ctx, []store.Mutation{store.PutCode(code), store.PutGadget(gadgetWith(code)), store.SetKV("g", []byte(key), []byte(value))}); err != nil {
 		t.Fatal(err)
 	}
+	return ws, l, code
+}
+
+func TestARestartedNodeRebuildsItsReplica(t *testing.T) {
+	ms := testStores(t, 3)
+	ctx := testCtx(t)
+	ws, l, code := seedWorkspace(t, ms, "k", "v")
 	m := ms[2]
 	if err := m.store.barrier(ctx); err != nil {
 		t.Fatal(err)

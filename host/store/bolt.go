@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -126,6 +127,16 @@ func OpenWith(path string, o Options) (*Bolt, error) {
 	s.stopped.Add(1)
 	go s.commitLoop()
 	return s, nil
+}
+
+// WriteSnapshot writes a consistent copy of the whole data file to w, as of the moment it
+// starts: it runs in a read transaction, so commits go on meanwhile and are not in the copy.
+// A cluster node snapshots its replica this way; the copy opens like any data file.
+func (s *Bolt) WriteSnapshot(w io.Writer) error {
+	return s.db.View(func(tx *bolt.Tx) error {
+		_, err := tx.WriteTo(w)
+		return err
+	})
 }
 
 // RemoveReplica deletes the file at path if it is a replica (opened with Options.Replica) or

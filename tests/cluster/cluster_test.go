@@ -555,10 +555,10 @@ func TestPausedOwnerIsFenced(t *testing.T) {
 
 // TestDrainFailsNoCall drains the node running a workspace while clients on the two other
 // nodes write to it: the workspace moves, no call fails, and a subscriber through another node
-// goes on hearing of the writes. The drained node then stops and
-// rejoins.
+// goes on hearing of the writes. The drained node then stops and rejoins, rebuilding its
+// replica from a snapshot: the nodes snapshot the state and compact the log every 25 entries.
 func TestDrainFailsNoCall(t *testing.T) {
-	tc := startCluster(t, 3)
+	tc := startCluster(t, 3, "--snapshot-every", "25")
 	token, ws := tc.setup(t)
 	var ws2 []*writer
 	for i := 1; i <= 2; i++ {
@@ -596,8 +596,21 @@ func TestDrainFailsNoCall(t *testing.T) {
 	reader.openTodo(t, ws)
 	checkAll(t, reader.titles(t), acked)
 
+	// The log was compacted meanwhile (its oldest entries are gone).
+	logLine := regexp.MustCompile(`log: \d+ entries, [^;]+; newest snapshot at entry (\d+)`)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(250 * time.Millisecond) {
+		st := tc.status(t, 1)
+		if logLine.MatchString(st) {
+			t.Logf("%s", logLine.FindString(st))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no snapshot after %d acknowledged writes with --snapshot-every 25:\n%s", len(acked), st)
+		}
+	}
 	// The drained node stops on SIGTERM (status 0), starts again, rebuilds its replica from
-	// the log and serves the workspace's items to a client of its own.
+	// the newest snapshot and the log after it, and serves the workspace's items to a client
+	// of its own.
 	tc.nodes[0].Terminate(t)
 	tc.nodes[0] = tc.nodes[0].Restart(t)
 	again := dial(t, tc.nodes[0].URL, token)
