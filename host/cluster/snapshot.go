@@ -298,23 +298,39 @@ func (s *Store) purgeBound(ctx context.Context, prev uint64) (uint64, error) {
 }
 
 // capture writes the replica to f as of the last entry handed to it, with the applier's state
-// at that entry: it holds the applier between entries while the file is copied.
+// at that entry: it holds the applier between entries while it starts the copy, which then
+// goes on beside the applier.
 func (s *Store) capture(ctx context.Context, f *os.File) (snapshotState, error) {
+	st, snap, err := s.startCapture(ctx)
+	if err != nil {
+		return snapshotState{}, err
+	}
+	defer snap.Close()
+	if _, err := snap.WriteTo(f); err != nil {
+		return snapshotState{}, err
+	}
+	return st, nil
+}
+
+// startCapture waits, holding the applier, until the replica applied every entry handed to it,
+// and starts the replica's snapshot there.
+func (s *Store) startCapture(ctx context.Context) (snapshotState, *store.Snapshot, error) {
 	s.applyMu.Lock()
 	defer s.applyMu.Unlock()
 	if err := s.waitApplied(ctx, s.handed); err != nil {
-		return snapshotState{}, err
+		return snapshotState{}, nil, err
+	}
+	snap, err := s.replica.Snapshot()
+	if err != nil {
+		return snapshotState{}, nil, err
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	st := snapshotState{Seq: s.applied, Retention: s.retention, Epochs: make(map[store.WorkspaceID]uint64, len(s.workspaces))}
 	for ws, w := range s.workspaces {
 		st.Epochs[ws] = w.epoch
 	}
-	s.mu.Unlock()
-	if err := s.replica.WriteSnapshot(f); err != nil {
-		return snapshotState{}, err
-	}
-	return st, nil
+	return st, snap, nil
 }
 
 // adopt takes over a restored snapshot's state: the applier goes on after its entry.

@@ -129,15 +129,26 @@ func OpenWith(path string, o Options) (*Bolt, error) {
 	return s, nil
 }
 
-// WriteSnapshot writes a consistent copy of the whole data file to w, as of the moment it
-// starts: it runs in a read transaction, so commits go on meanwhile and are not in the copy.
-// A cluster node snapshots its replica this way; the copy opens like any data file.
-func (s *Bolt) WriteSnapshot(w io.Writer) error {
-	return s.db.View(func(tx *bolt.Tx) error {
-		_, err := tx.WriteTo(w)
-		return err
-	})
+// Snapshot starts a consistent copy of the whole data file as of now: a read transaction,
+// so commits go on meanwhile and are not in the copy. A cluster node snapshots its replica
+// this way; the copy opens like any data file. Close it soon: while it is open the file
+// cannot reuse the pages commits free, nor grow its memory map.
+func (s *Bolt) Snapshot() (*Snapshot, error) {
+	tx, err := s.db.Begin(false)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
+	return &Snapshot{tx: tx}, nil
 }
+
+// Snapshot is a copy of a data file in progress (Bolt.Snapshot).
+type Snapshot struct{ tx *bolt.Tx }
+
+// WriteTo writes the data file, as of the snapshot, to w.
+func (sn *Snapshot) WriteTo(w io.Writer) (int64, error) { return sn.tx.WriteTo(w) }
+
+// Close ends the snapshot.
+func (sn *Snapshot) Close() error { return sn.tx.Rollback() }
 
 // RemoveReplica deletes the file at path if it is a replica (opened with Options.Replica) or
 // does not exist; it refuses any other file, so that a misconfigured path never deletes a
