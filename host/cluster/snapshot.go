@@ -37,6 +37,8 @@ const (
 	// compactCheck is how often the compacting node checks whether the log has grown by
 	// Config.SnapshotEvery entries since the newest snapshot.
 	compactCheck = 30 * time.Second
+	// smallReplica is the replica size up to which snapshots follow the entry count alone.
+	smallReplica = 64 << 20
 	// restoreAttempts bounds the retries of loading the newest snapshot while newer ones
 	// replace it (and delete the old) under the loading node.
 	restoreAttempts = 5
@@ -374,7 +376,7 @@ func (s *Store) compactLoop(every uint64) {
 			continue
 		}
 		applied := s.Applied()
-		due := applied-min(latest, applied) >= every && s.compactsHere()
+		due := applied-min(latest, applied) >= every && s.compactsHere() && s.worthSnapshot(s.ctx)
 		if due {
 			c, err := s.Compact(s.ctx)
 			if err != nil && s.ctx.Err() == nil {
@@ -390,6 +392,22 @@ func (s *Store) compactLoop(every uint64) {
 		s.snapSeen = latest
 		s.mu.Unlock()
 	}
+}
+
+// worthSnapshot reports whether a snapshot costs no more than the log it lets go: a replica
+// of up to smallReplica always is; a larger one once the log holds at least as many bytes as
+// the replica's file (so that a busy cluster with a large state does not copy all of it every
+// SnapshotEvery entries).
+func (s *Store) worthSnapshot(ctx context.Context) bool {
+	fi, err := os.Stat(s.replicaPath)
+	if err != nil {
+		return false
+	}
+	if fi.Size() <= smallReplica {
+		return true
+	}
+	li, err := s.LogInfo(ctx)
+	return err == nil && li.Bytes >= uint64(fi.Size())
 }
 
 // compactsHere reports whether this node is the first live node by name that is not
