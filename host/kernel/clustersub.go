@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"atelier/capnweb"
+	"atelier/host/store"
 )
 
 // subscriptions lists the methods that register a client's callback, by the object they are
@@ -17,7 +18,7 @@ var subscriptions = map[int]map[string]bool{
 
 // subscriptionCheck is how often a routed subscription checks that the node holding its
 // registration still runs the workspace (a node that lost its lease but lives on keeps its
-// registrations, which no longer hear anything).
+// registrations, which no longer hear anything); the lease lookups are shared (holderCache).
 const subscriptionCheck = 2 * time.Second
 
 // routedSubscription is a subscription made through a routed workspace. It keeps the
@@ -129,8 +130,59 @@ func (s *routedSubscription) current() bool {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), subscriptionCheck)
 	defer cancel()
-	node, held, err := s.ws.k.cfg.Cluster.Holder(ctx, s.ws.id)
+	node, held, err := s.ws.k.subHolders.holder(ctx, s.ws.id, s.ws.k.cfg.Cluster.Holder)
 	return err != nil || !held || node == at.node // in doubt, or while nobody holds it, keep it
+}
+
+// holderCache remembers for subscriptionCheck/2 which node holds each workspace that routed
+// subscriptions check, so that the subscriptions of one workspace cost one lookup of its
+// lease per period however many they are. The zero value is ready.
+type holderCache struct {
+	now     func() time.Time // nil: time.Now
+	mu      sync.Mutex
+	entries map[store.WorkspaceID]heldBy
+}
+
+// heldBy is a remembered lookup.
+type heldBy struct {
+	node store.NodeID
+	held bool
+	at   time.Time
+}
+
+// holderCacheSweep is the size past which an insertion drops the expired entries.
+const holderCacheSweep = 1024
+
+// holder returns ws's holder from the cache, or from lookup (a failed lookup is not kept).
+func (c *holderCache) holder(ctx context.Context, ws store.WorkspaceID, lookup func(context.Context, store.WorkspaceID) (store.NodeID, bool, error)) (store.NodeID, bool, error) {
+	now := time.Now()
+	if c.now != nil {
+		now = c.now()
+	}
+	c.mu.Lock()
+	e, ok := c.entries[ws]
+	c.mu.Unlock()
+	if ok && now.Sub(e.at) < subscriptionCheck/2 {
+		return e.node, e.held, nil
+	}
+	node, held, err := lookup(ctx, ws)
+	if err != nil {
+		return "", false, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil {
+		c.entries = map[store.WorkspaceID]heldBy{}
+	}
+	if len(c.entries) >= holderCacheSweep {
+		for id, e := range c.entries {
+			if now.Sub(e.at) >= subscriptionCheck/2 {
+				delete(c.entries, id)
+			}
+		}
+	}
+	c.entries[ws] = heldBy{node: node, held: held, at: now}
+	return node, held, nil
 }
 
 // CallMethod implements capnweb.DynamicTarget: cancel() ends the subscription.

@@ -148,6 +148,8 @@ type Kernel struct {
 	vault    vaultKey
 	sched    scheduler
 	metrics  *callMetrics // gadget call metrics (metrics.go)
+	// subHolders shares the lease lookups of routed subscriptions (cluster mode).
+	subHolders holderCache
 
 	// js runs JS gadgets and executeCode snippets; compiled on first use (jsEngine).
 	jsOnce sync.Once

@@ -1,0 +1,55 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"atelier/host/store"
+)
+
+func TestSubscriptionsOfAWorkspaceShareItsLeaseLookup(t *testing.T) {
+	var c holderCache
+	lookups := map[store.WorkspaceID]int{}
+	failing := false
+	lookup := func(_ context.Context, ws store.WorkspaceID) (store.NodeID, bool, error) {
+		lookups[ws]++
+		if failing {
+			return "", false, errors.New("no leader")
+		}
+		return "n2", true, nil
+	}
+	ctx := t.Context()
+	for range 100 { // a hundred subscriptions check at once
+		if node, held, err := c.holder(ctx, "ws_a", lookup); err != nil || !held || node != "n2" {
+			t.Fatalf("holder: %q, %v, %v", node, held, err)
+		}
+	}
+	if lookups["ws_a"] != 1 {
+		t.Fatalf("%d lookups for one workspace within a period, want 1", lookups["ws_a"])
+	}
+	failing = true
+	if _, _, err := c.holder(ctx, "ws_b", lookup); err == nil {
+		t.Fatal("a failed lookup answered")
+	}
+	if _, _, err := c.holder(ctx, "ws_b", lookup); err == nil || lookups["ws_b"] != 2 {
+		t.Fatalf("a failed lookup was remembered: %v after %d lookups", err, lookups["ws_b"])
+	}
+	failing = false
+	now := time.Now()
+	c.now = func() time.Time { return now }
+	for i := range holderCacheSweep {
+		if _, _, err := c.holder(ctx, store.WorkspaceID(fmt.Sprint("ws_", i)), lookup); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now = now.Add(subscriptionCheck) // all of them expired
+	if _, _, err := c.holder(ctx, "ws_a", lookup); err != nil || lookups["ws_a"] != 2 {
+		t.Fatalf("an expired entry answered: %v after %d lookups", err, lookups["ws_a"])
+	}
+	if n := len(c.entries); n != 1 {
+		t.Fatalf("%d entries after the expired ones were swept, want 1", n)
+	}
+}
