@@ -121,9 +121,16 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("start cluster node %s: %w", cfg.Name, err)
 	}
 	srv.Start()
-	if !srv.ReadyForConnections(30 * time.Second) {
-		srv.Shutdown()
-		return nil, fmt.Errorf("start cluster node %s: the NATS server did not become ready in 30 s", cfg.Name)
+	// Recovering a large JetStream store, or a loaded machine, can take a while: wait as long
+	// as ctx lets, saying so.
+	for waited := time.Duration(0); !srv.ReadyForConnections(time.Second); waited += time.Second {
+		if err := ctx.Err(); err != nil {
+			srv.Shutdown()
+			return nil, fmt.Errorf("start cluster node %s: the NATS server was not ready after %s: %w", cfg.Name, waited, err)
+		}
+		if waited > 0 && waited%(5*time.Second) == 0 {
+			cfg.Logger.Info("waiting for the NATS server to start (it may be recovering its JetStream files)", "node", cfg.Name, "waited", waited)
+		}
 	}
 	nc, err := nats.Connect("", nats.InProcessServer(srv), nats.Name("atelier-"+cfg.Name), nats.MaxReconnects(-1),
 		nats.UserInfo(routeUser, cfg.Secret))
