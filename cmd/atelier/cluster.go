@@ -15,14 +15,15 @@ import (
 func clusterCommand() command {
 	return command{
 		name:    "cluster",
-		summary: "show a cluster's nodes and workspace placement, or drain a node",
+		summary: "show a cluster's nodes and workspace placement, drain a node, or compact the log",
 		details: `A cluster is several "atelier serve --cluster" nodes (docs/cluster.md). These commands
 talk to the node named by --server, as the admin user.
 
 Examples:
   atelier cluster status --server http://10.0.0.1:8787
-  atelier cluster drain --server http://10.0.0.2:8787`,
-		subcommands: []command{clusterStatusCommand(), clusterDrainCommand()},
+  atelier cluster drain --server http://10.0.0.2:8787
+  atelier cluster compact --server http://10.0.0.1:8787`,
+		subcommands: []command{clusterStatusCommand(), clusterDrainCommand(), clusterCompactCommand()},
 	}
 }
 
@@ -118,6 +119,45 @@ which also drains first).`,
 				}
 				fmt.Fprintf(stdio(ctx).out, "drained %s in %s: its workspaces start on other nodes at their next call\n",
 					strings.TrimSuffix(*server, "/"), time.Since(start).Round(time.Millisecond))
+				return nil
+			}
+		},
+	}
+}
+
+func clusterCompactCommand() command {
+	return command{
+		name:    "compact",
+		usage:   "[--server URL]",
+		summary: "snapshot the cluster's state and compact its log now (admin only)",
+		details: `Asks the node named by --server to snapshot its replica and compact the log, as the
+compacting node does on its own every --snapshot-every entries: the log is purged up to the
+snapshot before the new one (the first compaction only snapshots), never past what a live node
+has applied. Nodes that start afterwards load the new snapshot and replay only what follows it.`,
+		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
+			server := serverFlag(fs)
+			return func(ctx context.Context, args []string) error {
+				if len(args) != 0 {
+					return usageError{"cluster compact takes no arguments"}
+				}
+				c, err := connect(ctx, *server)
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				done, err := await[cluster.Compaction](ctx, c, c.api.Call(ctx, "compactLog"))
+				if err != nil {
+					return err
+				}
+				out := stdio(ctx).out
+				switch {
+				case done.Snapshot == 0:
+					fmt.Fprintln(out, "nothing to do: the newest snapshot holds every entry applied")
+				case done.PurgedBelow == 0:
+					fmt.Fprintf(out, "snapshot at entry %d; nothing purged yet (the next compaction purges up to it, once every node applied it)\n", done.Snapshot)
+				default:
+					fmt.Fprintf(out, "snapshot at entry %d; the log was purged below entry %d\n", done.Snapshot, done.PurgedBelow)
+				}
 				return nil
 			}
 		},

@@ -130,6 +130,9 @@ func (m *Member) Status(ctx context.Context) (any, error) {
 	return st, nil
 }
 
+// Compact implements kernel.Cluster (Store.Compact).
+func (m *Member) Compact(ctx context.Context) (any, error) { return m.store.Compact(ctx) }
+
 // WriteMetrics implements kernel.Cluster: this node's view of the cluster as Prometheus
 // gauges.
 func (m *Member) WriteMetrics(t *metrics.TextWriter) {

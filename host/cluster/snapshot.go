@@ -214,10 +214,10 @@ func (s *Store) LogInfo(ctx context.Context) (LogInfo, error) {
 type Compaction struct {
 	// Snapshot is the log entry the new snapshot holds; 0 when the newest snapshot already
 	// held every applied entry and none was made.
-	Snapshot uint64
+	Snapshot uint64 `json:"snapshot"`
 	// PurgedBelow is the first log entry kept (apart from epoch entries); 0 when nothing was
 	// purged (the first snapshot, or a live node had not applied the entries yet).
-	PurgedBelow uint64
+	PurgedBelow uint64 `json:"purgedBelow"`
 }
 
 // Compact snapshots the replica, makes the snapshot the newest, purges the log up to the

@@ -29,6 +29,8 @@ type Cluster interface {
 	Dial(ctx context.Context, node store.NodeID, tokenHash string) (*capnweb.Session, error)
 	// Status describes the cluster as this node sees it (for clusterStatus()).
 	Status(ctx context.Context) (any, error)
+	// Compact snapshots the state and compacts the log now (for compactLog()).
+	Compact(ctx context.Context) (any, error)
 	// WriteMetrics writes this node's cluster gauges (replica lag, leases held, ...).
 	WriteMetrics(t *metrics.TextWriter)
 }
@@ -70,14 +72,35 @@ func (k *Kernel) Drain(ctx context.Context) error {
 // ClusterStatus describes the cluster: its nodes, which node runs each workspace, this node's
 // replication lag and peer sessions (admin only).
 func (a *Authed) ClusterStatus(ctx context.Context) (any, error) {
-	if err := a.adminOnly("clusterStatus"); err != nil {
+	c, err := a.clusterAdmin("clusterStatus")
+	if err != nil {
+		return nil, err
+	}
+	st, err := c.Status(ctx)
+	return st, wrapErr(err, "cluster status")
+}
+
+// clusterAdmin returns the cluster of a call (named what) that only the admin may make, and
+// only in cluster mode.
+func (a *Authed) clusterAdmin(what string) (Cluster, error) {
+	if err := a.adminOnly(what); err != nil {
 		return nil, err
 	}
 	if a.k.cfg.Cluster == nil {
-		return nil, fail(CodeFailedPrecondition, "clusterStatus: this server is not part of a cluster (start it with --cluster)")
+		return nil, fail(CodeFailedPrecondition, "%s: this server is not part of a cluster (start it with --cluster)", what)
 	}
-	st, err := a.k.cfg.Cluster.Status(ctx)
-	return st, wrapErr(err, "cluster status")
+	return a.k.cfg.Cluster, nil
+}
+
+// CompactLog snapshots the cluster's state and compacts its log now, as the nodes do on their
+// own every --snapshot-every entries (admin only).
+func (a *Authed) CompactLog(ctx context.Context) (any, error) {
+	c, err := a.clusterAdmin("compactLog")
+	if err != nil {
+		return nil, err
+	}
+	done, err := c.Compact(ctx)
+	return done, wrapErr(err, "compact the log")
 }
 
 // DrainNode hands the workspaces of the node serving this session over to the other nodes

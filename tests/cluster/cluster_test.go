@@ -608,6 +608,19 @@ func TestDrainFailsNoCall(t *testing.T) {
 			t.Fatalf("no snapshot after %d acknowledged writes with --snapshot-every 25:\n%s", len(acked), st)
 		}
 	}
+	// An operator compacts at once; a user who is not the admin may not.
+	cmd = exec.Command(tc.bin, "cluster", "compact", "--server", tc.nodes[2].URL)
+	cmd.Env = append(os.Environ(), "ATELIER_TOKEN="+tc.admin, "XDG_CONFIG_HOME="+t.TempDir())
+	if out, err := cmd.CombinedOutput(); err != nil || !regexp.MustCompile(`snapshot at entry \d+|nothing to do`).Match(out) {
+		t.Fatalf("atelier cluster compact: %v\n%s", err, out)
+	} else {
+		t.Logf("%s", out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := reader.api.Call(ctx, "compactLog").Await(ctx); errCode(err) != "FORBIDDEN" {
+		t.Fatalf("compactLog by a user who is not the admin: %v, want FORBIDDEN", err)
+	}
 	// The drained node stops on SIGTERM (status 0), starts again, rebuilds its replica from
 	// the newest snapshot and the log after it, and serves the workspace's items to a client
 	// of its own.
