@@ -362,6 +362,7 @@ func (s *Store) adopt(ctx context.Context, st snapshotState) error {
 // wakes it when the replica reaches that many entries past the snapshot it last saw; the
 // ticker covers a change of the compacting node.
 func (s *Store) compactLoop(every uint64) {
+	defer s.compacting.Done()
 	t := time.NewTicker(compactCheck)
 	defer t.Stop()
 	for {

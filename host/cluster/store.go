@@ -63,6 +63,7 @@ type Store struct {
 	// snapshotEvery entries past snapSeen, the newest snapshot compactLoop saw.
 	compactDue    chan struct{}
 	snapshotEvery uint64
+	compacting    sync.WaitGroup // compactLoop, which Close waits for
 
 	mu         sync.Mutex
 	failure    error
@@ -152,6 +153,7 @@ func NewStore(ctx context.Context, n *Node, leases *Leases, replicaPath string) 
 		return nil, fmt.Errorf("rebuild replica %s from the log: %w", replicaPath, err)
 	}
 	if s.snapshotEvery > 0 {
+		s.compacting.Add(1)
 		go s.compactLoop(s.snapshotEvery)
 	}
 	return s, nil
@@ -185,6 +187,7 @@ func (s *Store) Close() error {
 	s.cancel()
 	s.msgs.Stop()
 	<-s.done
+	s.compacting.Wait()
 	return s.replica.Close()
 }
 
