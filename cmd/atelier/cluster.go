@@ -32,7 +32,7 @@ func clusterStatusCommand() command {
 		name:    "status",
 		usage:   "[--server URL] [--json]",
 		summary: "list the nodes, which node runs each workspace, and replication lag (admin only)",
-		details: "Asks one node for the cluster as it sees it: live nodes with their leases and draining flag, the node running each active workspace, and that node's replica lag (log entries it has not applied yet).",
+		details: "Asks one node for the cluster as it sees it: live nodes with their leases, draining flag and the last log entry each has applied (as of its last heartbeat), the node running each active workspace, that node's replica lag (log entries it has not applied yet), and the log's size and newest snapshot.",
 		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
 			server := serverFlag(fs)
 			asJSON := fs.Bool("json", false, "print the status as JSON")
@@ -68,13 +68,13 @@ func clusterStatusCommand() command {
 					fmt.Fprintf(out, "incomplete (try again in a few seconds): %s\n", p)
 				}
 				tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "NODE\tADDRESS\tSTATE\tWORKSPACES\tUP\tLAST SEEN")
+				fmt.Fprintln(tw, "NODE\tADDRESS\tSTATE\tWORKSPACES\tAPPLIED\tUP\tLAST SEEN")
 				for _, n := range st.Nodes {
 					state := "serving"
 					if n.Draining {
 						state = "draining"
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s ago\n", n.Name, n.Address, state, n.Leases,
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s ago\n", n.Name, n.Address, state, n.Leases, n.Applied,
 						time.Since(n.Started).Round(time.Second), time.Since(n.Seen).Round(100*time.Millisecond))
 				}
 				tw.Flush()
