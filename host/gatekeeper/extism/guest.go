@@ -116,8 +116,8 @@ type Guest struct {
 	retired error
 	closed  bool
 	// returned is set by the memory listener when the called function returned (not
-	// trapped).
-	returned bool
+	// trapped); cutShort by a host function that the call's deadline ended (see hostFunc).
+	returned, cutShort bool
 }
 
 // call runs plugin function fn with in as JSON input and decodes its JSON output into out
@@ -152,13 +152,13 @@ func (g *Guest) callRaw(ctx context.Context, fn string, input []byte) ([]byte, e
 	case g.retired != nil:
 		return nil, fmt.Errorf("%w (%w)", runtime.ErrRetired, g.retired)
 	}
-	g.returned = false
+	g.returned, g.cutShort = false, false
 	rc, output, err := g.plugin.CallWithContext(context.WithValue(ctx, guestKey{}, g), exportName(fn), input)
 	switch {
 	case !g.returned:
 		kind := runtime.ErrTrap
 		var exit *sys.ExitError
-		if ctx.Err() != nil || errors.As(err, &exit) && (exit.ExitCode() == sys.ExitCodeDeadlineExceeded || exit.ExitCode() == sys.ExitCodeContextCanceled) {
+		if g.cutShort || ctx.Err() != nil || errors.As(err, &exit) && (exit.ExitCode() == sys.ExitCodeDeadlineExceeded || exit.ExitCode() == sys.ExitCodeContextCanceled) {
 			kind = runtime.ErrDeadline
 		}
 		g.retired = fmt.Errorf("%w: %s: %v", kind, fn, err)

@@ -148,8 +148,9 @@ func storeError(err error) error {
 
 // hostFunc defines host function name: it reads the JSON request from the block the plugin
 // passed, decodes it into In, calls f for the calling Guest and returns a block holding the
-// JSON answer. Only a failure to write the answer (or a call without a Guest) traps the
-// plugin.
+// JSON answer. Only a failure to write the answer, the end of the call's context while f ran
+// (the call then fails with runtime.ErrDeadline, rather than the plugin going on past its
+// deadline with f's error), or a call without a Guest traps the plugin.
 func hostFunc[In any](name string, f func(context.Context, *Guest, In) (any, error)) extism.HostFunction {
 	h := extism.NewHostFunctionWithStack(name, func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
 		g, ok := ctx.Value(guestKey{}).(*Guest)
@@ -166,6 +167,10 @@ func hostFunc[In any](name string, f func(context.Context, *Guest, In) (any, err
 			a.Error = &hostError{Kind: "invalid", Message: fmt.Sprintf("%s: the request is not the expected JSON: %v", name, err)}
 		} else {
 			a.OK, err = f(ctx, g, in)
+			if ctx.Err() != nil { // the call's deadline passed meanwhile: the call ends here
+				g.cutShort = true
+				panic(fmt.Errorf("%s: %w", name, ctx.Err()))
+			}
 			var he *hostError
 			switch {
 			case errors.As(err, &he):
