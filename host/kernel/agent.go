@@ -62,8 +62,8 @@ func (s *AgentSession) audit(ctx context.Context, w *Workspace, action, detail s
 
 // ListBindings is Workspace.ListBindings in workspace ws.
 func (s *AgentSession) ListBindings(ctx context.Context, ws store.WorkspaceID) ([]BindingInfo, error) {
-	if node, ok := s.remote(ctx, ws); ok {
-		return onPeer[[]BindingInfo](ctx, s, node, ws, "listBindings", "", CodeOptions{})
+	if out, local, err := atOwner[[]BindingInfo](ctx, s, ws, "listBindings", "", CodeOptions{}); !local {
+		return out, err
 	}
 	w := s.workspace(ws)
 	out, err := w.listBindings(ctx)
@@ -75,8 +75,8 @@ func (s *AgentSession) ListBindings(ctx context.Context, ws store.WorkspaceID) (
 
 // DescribeBinding is Workspace.DescribeBinding in workspace ws.
 func (s *AgentSession) DescribeBinding(ctx context.Context, ws store.WorkspaceID, name string) (string, error) {
-	if node, ok := s.remote(ctx, ws); ok {
-		return onPeer[string](ctx, s, node, ws, "describeBinding", name, CodeOptions{})
+	if out, local, err := atOwner[string](ctx, s, ws, "describeBinding", name, CodeOptions{}); !local {
+		return out, err
 	}
 	w := s.workspace(ws)
 	out, err := w.describeBinding(ctx, name)
@@ -88,8 +88,8 @@ func (s *AgentSession) DescribeBinding(ctx context.Context, ws store.WorkspaceID
 
 // ExecuteCode is Workspace.ExecuteCode in workspace ws.
 func (s *AgentSession) ExecuteCode(ctx context.Context, ws store.WorkspaceID, code string, opts CodeOptions) (CodeResult, error) {
-	if node, ok := s.remote(ctx, ws); ok {
-		return onPeer[CodeResult](ctx, s, node, ws, "executeCode", code, opts)
+	if out, local, err := atOwner[CodeResult](ctx, s, ws, "executeCode", code, opts); !local {
+		return out, err
 	}
 	return s.workspace(ws).executeCode(ctx, code, opts, s.via)
 }
@@ -102,6 +102,25 @@ func (s *AgentSession) remote(ctx context.Context, ws store.WorkspaceID) (store.
 	}
 	node, held, err := c.Holder(ctx, ws)
 	return node, err == nil && held && node != c.Self()
+}
+
+// movedRetries bounds how often a forwarded agent call follows its workspace to a new node.
+const movedRetries = 3
+
+// atOwner runs an AgentSession call on the node running ws when that is another node, and
+// follows the workspace when it moved before the call ran there (MOVED: the call did not run);
+// local reports that this node runs it, or nobody does, so the caller runs the call here.
+func atOwner[T any](ctx context.Context, s *AgentSession, ws store.WorkspaceID, op, arg string, opts CodeOptions) (out T, local bool, err error) {
+	for range movedRetries {
+		node, ok := s.remote(ctx, ws)
+		if !ok {
+			return out, true, nil
+		}
+		if out, err = onPeer[T](ctx, s, node, ws, op, arg, opts); !moved(err) {
+			return out, false, err
+		}
+	}
+	return out, false, err
 }
 
 // onPeer runs an AgentSession call on the node running the workspace, as the same agent and
