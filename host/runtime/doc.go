@@ -50,7 +50,8 @@
 //
 // Each call (and instantiation) has a wall-clock deadline (Limits.Timeout or the context's,
 // whichever is first; context cancellation also interrupts), enforced by epoch interruption
-// with Config.EpochTick resolution. Linear memories are capped by Limits.MaxMemory; fuel
+// with Config.EpochTick resolution. Host functions get it in their context, and a call whose
+// deadline passed while a host function ran ends when that function returns (ErrDeadline). Linear memories are capped by Limits.MaxMemory; fuel
 // (Limits.Fuel) needs Config.Fuel. A guest that traps, runs past its deadline, exhausts its
 // fuel or is refused memory at instantiation is retired: the call returns a *TrapError whose
 // Kind (ErrTrap, ErrDeadline, ErrFuel, ErrMemory) errors.Is matches, with the guest backtrace.

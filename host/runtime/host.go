@@ -107,7 +107,12 @@ func (in *Instance) callHost(iface, key string, f *HostFunc, ft *wit.FuncType, a
 		}
 		lifted[i] = x
 	}
-	out, err := safeCall(in.ctx(), f, &HostCall{inst: in, state: in.states[iface], iface: iface}, lifted)
+	ctx := in.ctx()
+	out, err := safeCall(ctx, f, &HostCall{inst: in, state: in.states[iface], iface: iface}, lifted)
+	if cerr := ctx.Err(); cerr != nil { // the guest would stop at its next deadline check anyway
+		in.timedOut = true
+		return in.hostFailed(fmt.Errorf("host function %s: the call's deadline passed while it ran: %w", key, cerr))
+	}
 	var fail *ResultError
 	isErr := ft.Result != nil && ft.Result.Kind == wit.Result && errors.As(err, &fail)
 	switch {

@@ -66,10 +66,14 @@ type Instance struct {
 	closed  bool
 
 	// Set only while a call (or instantiation) runs.
-	callCtx  context.Context
-	deadline int64 // Unix nanoseconds
-	timedOut bool
-	hostErr  error
+	callCtx context.Context
+	// hostCtx is callCtx bounded by the call's deadline, which host functions get: made at
+	// the call's first host function (most calls make none, and it costs a timer).
+	hostCtx    context.Context
+	hostCancel context.CancelFunc
+	deadline   int64 // Unix nanoseconds
+	timedOut   bool
+	hostErr    error
 	// vals carries the values of the call (arguments, then result); host function calls
 	// use the store's own.
 	vals wit.Flat
@@ -278,7 +282,13 @@ func (in *Instance) begin(ctx context.Context) error {
 	return nil
 }
 
-func (in *Instance) end() { in.callCtx = nil }
+func (in *Instance) end() {
+	if in.hostCancel != nil {
+		in.hostCancel()
+		in.hostCtx, in.hostCancel = nil, nil
+	}
+	in.callCtx = nil
+}
 
 // beforeDeadline runs at each epoch tick while the guest runs: keep going until the deadline
 // or the context's cancellation.

@@ -434,3 +434,46 @@ func TestMemoryCapPerInstance(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A host function gets the call's deadline in its context, and a call whose deadline passed
+// while a host function ran ends there with ErrDeadline (the guest does not go on with what
+// the host function made of it).
+func TestAHostFunctionEndsWithItsCallsDeadline(t *testing.T) {
+	h := &echoHost{last: make(map[string]any)}
+	hi := h.iface()
+	seen := make(chan error, 1)
+	for i := range hi.Funcs {
+		if hi.Funcs[i].Name == "echo-u32" {
+			hi.Funcs[i].Func = func(ctx context.Context, _ *runtime.HostCall, args []any) (any, error) {
+				select {
+				case <-ctx.Done():
+					seen <- ctx.Err()
+				case <-time.After(20 * time.Second):
+					seen <- nil
+				}
+				return args[0], nil // shrugs the end of its context off
+			}
+		}
+	}
+	rt, err := runtime.New(runtime.Config{NoCache: true, Interfaces: []runtime.HostInterface{hi}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	ctx := context.Background()
+	comp := compileFile(t, rt, "testdata/echo.wat")
+	inst, err := rt.Instantiate(ctx, comp, runtime.InstanceConfig{Grants: echoGrants, Limits: runtime.Limits{Timeout: 200 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inst.Close()
+	if _, err := inst.Call(ctx, "echo-u32", uint32(7)); !errors.Is(err, runtime.ErrDeadline) {
+		t.Fatalf("a call whose host function outlived the deadline: %v, want ErrDeadline", err)
+	}
+	if err := <-seen; !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the host function's context ended with %v, want the call's deadline", err)
+	}
+	if _, err := inst.Call(ctx, "echo-u32", uint32(7)); !errors.Is(err, runtime.ErrRetired) {
+		t.Fatalf("the call after: %v, want ErrRetired", err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"atelier/host/runtime/internal/capi"
 	"atelier/host/runtime/wit"
@@ -243,7 +244,10 @@ func (in *Instance) ctx() context.Context {
 	if in.callCtx == nil {
 		return context.Background()
 	}
-	return in.callCtx
+	if in.hostCtx == nil {
+		in.hostCtx, in.hostCancel = context.WithDeadline(in.callCtx, time.Unix(0, in.deadline))
+	}
+	return in.hostCtx
 }
 
 // hostValues converts the host-defined resources in the values of the instance's host function
