@@ -58,7 +58,7 @@ func clusterStatusCommand() command {
 					sync = "always (acknowledged writes survive losing any nodes' power at once)"
 				}
 				fmt.Fprintf(out, "node %s: replica applied %d (lag %d), %d peer sessions; replicas %d, sync %s, lease TTL %s\n",
-					st.Self, st.Applied, st.Lag, st.PeerSessions, st.Replicas, sync, st.LeaseTTL)
+					st.Self, st.Applied, st.Log.Lag, st.PeerSessions, st.Replicas, sync, st.LeaseTTL)
 				snapshot := "no snapshot yet"
 				if st.Log.Snapshot > 0 {
 					snapshot = fmt.Sprintf("newest snapshot at entry %d", st.Log.Snapshot)

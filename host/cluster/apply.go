@@ -135,7 +135,7 @@ func (s *Store) complete(inflight <-chan applying, done chan<- struct{}) {
 		s.mu.Lock()
 		s.applied = a.seq
 		s.leases.SetApplied(a.seq)
-		if s.snapshotEvery > 0 && a.seq-min(s.snapSeen, a.seq) >= s.snapshotEvery {
+		if every := s.snapshotEvery(); every > 0 && a.seq-min(s.snapSeen, a.seq) >= every {
 			select {
 			case s.compactDue <- struct{}{}:
 			default:

@@ -25,19 +25,11 @@ type blobs struct {
 }
 
 func openBlobs(ctx context.Context, n *Node) (*blobs, error) {
-	b := &blobs{log: n.log}
-	err := n.ensure(ctx, "the blob store", func(ctx context.Context) error {
-		obs, err := n.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
-			Bucket: blobBucket, Description: "Atelier code and large log entries, by SHA-256",
-			Storage: jetstream.FileStorage, Replicas: n.cfg.Replicas,
-		})
-		b.obs = obs
-		return err
-	})
+	obs, err := n.objectStore(ctx, blobBucket, "Atelier code and large log entries, by SHA-256")
 	if err != nil {
 		return nil, err
 	}
-	return b, nil
+	return &blobs{obs: obs, log: n.log}, nil
 }
 
 // put stores data unless a blob with its SHA-256 exists, and returns the SHA-256.

@@ -93,9 +93,9 @@ type Status struct {
 	Nodes []NodeInfo   `json:"nodes"`
 	// Workspaces maps each leased workspace to the node running it.
 	Workspaces map[store.WorkspaceID]store.NodeID `json:"workspaces"`
-	// Applied is the last log entry this node's replica applied; Lag how many it is behind.
+	// Applied is the last log entry this node's replica applied (Log.Lag: how many it is
+	// behind).
 	Applied      uint64 `json:"applied"`
-	Lag          uint64 `json:"lag"`
 	PeerSessions int    `json:"peerSessions"`
 	// Log is the size of the replicated log and its newest snapshot.
 	Log        LogInfo `json:"log"`
@@ -116,9 +116,6 @@ func (m *Member) Status(ctx context.Context) (any, error) {
 		st.Problems = append(st.Problems, err.Error())
 	}
 	if st.Workspaces, err = m.leases.Held(ctx); err != nil {
-		st.Problems = append(st.Problems, err.Error())
-	}
-	if st.Lag, err = m.store.Lag(ctx); err != nil {
 		st.Problems = append(st.Problems, err.Error())
 	}
 	if st.Log, err = m.store.LogInfo(ctx); err != nil {
@@ -143,10 +140,8 @@ func (m *Member) WriteMetrics(t *metrics.TextWriter) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	gauge("atelier_cluster_applied_sequence", "The last log entry this node's replica applied.", float64(m.store.Applied()))
-	if lag, err := m.store.Lag(ctx); err == nil {
-		gauge("atelier_cluster_replica_lag", "Log entries this node's replica has not applied yet.", float64(lag))
-	}
 	if li, err := m.store.LogInfo(ctx); err == nil {
+		gauge("atelier_cluster_replica_lag", "Log entries this node's replica has not applied yet.", float64(li.Lag))
 		gauge("atelier_cluster_log_entries", "Entries the replicated log holds (compaction purges those before the snapshot before the newest).", float64(li.Entries))
 		gauge("atelier_cluster_log_bytes", "Bytes the replicated log holds, per replica.", float64(li.Bytes))
 		gauge("atelier_cluster_snapshot_sequence", "The log entry the newest snapshot holds (0: none yet).", float64(li.Snapshot))

@@ -284,6 +284,19 @@ func checkName(s string) error {
 	return nil
 }
 
+// objectStore creates (or binds) an object store kept on Replicas nodes' files, waiting as
+// ensure does while the cluster forms.
+func (n *Node) objectStore(ctx context.Context, bucket, description string) (jetstream.ObjectStore, error) {
+	var obs jetstream.ObjectStore
+	err := n.ensure(ctx, "object store "+bucket, func(ctx context.Context) (err error) {
+		obs, err = n.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+			Bucket: bucket, Description: description, Storage: jetstream.FileStorage, Replicas: n.cfg.Replicas,
+		})
+		return err
+	})
+	return obs, err
+}
+
 // ensure runs create (a stream or bucket creation) until it succeeds: while a cluster forms,
 // JetStream refuses with "insufficient resources" or "no leader" until enough nodes joined.
 func (n *Node) ensure(ctx context.Context, what string, create func(ctx context.Context) error) error {

@@ -65,21 +65,24 @@ type snapshots struct {
 	kv  jetstream.KeyValue
 }
 
+// openSnapshots creates (or binds) the snapshot stores and waits until the reference to the
+// newest snapshot can be read (a new bucket elects its leader first).
 func openSnapshots(ctx context.Context, n *Node) (*snapshots, error) {
-	sn := &snapshots{}
-	err := n.ensure(ctx, "the snapshot store", func(ctx context.Context) error {
-		obs, err := n.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
-			Bucket: snapshotObjects, Description: "Atelier replica snapshots, by log sequence",
-			Storage: jetstream.FileStorage, Replicas: n.cfg.Replicas,
-		})
-		if err != nil {
-			return err
-		}
+	obs, err := n.objectStore(ctx, snapshotObjects, "Atelier replica snapshots, by log sequence")
+	if err != nil {
+		return nil, err
+	}
+	sn := &snapshots{obs: obs}
+	err = n.ensure(ctx, "the reference to the newest snapshot", func(ctx context.Context) error {
 		kv, err := n.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 			Bucket: snapshotKV, Description: "the newest replica snapshot",
 			Storage: jetstream.FileStorage, Replicas: n.cfg.Replicas, History: 1,
 		})
-		sn.obs, sn.kv = obs, kv
+		if err != nil {
+			return err
+		}
+		sn.kv = kv
+		_, _, err = sn.latest(ctx)
 		return err
 	})
 	if err != nil {
@@ -195,9 +198,11 @@ type LogInfo struct {
 	Bytes   uint64 `json:"bytes"`
 	// Snapshot is the log entry the newest snapshot holds (0: none yet).
 	Snapshot uint64 `json:"snapshot"`
+	// Lag is how many log entries this node's replica has yet to apply.
+	Lag uint64 `json:"lag"`
 }
 
-// LogInfo reads the log's size from its leader and the newest snapshot.
+// LogInfo reads the log's size and end from its leader, and the newest snapshot.
 func (s *Store) LogInfo(ctx context.Context) (LogInfo, error) {
 	info, err := s.stream.Info(ctx)
 	if err != nil {
@@ -207,7 +212,8 @@ func (s *Store) LogInfo(ctx context.Context) (LogInfo, error) {
 	if err != nil {
 		return LogInfo{}, err
 	}
-	return LogInfo{Entries: info.State.Msgs, Bytes: info.State.Bytes, Snapshot: snap}, nil
+	last := info.State.LastSeq
+	return LogInfo{Entries: info.State.Msgs, Bytes: info.State.Bytes, Snapshot: snap, Lag: last - min(last, s.Applied())}, nil
 }
 
 // Compaction is what one Compact did.
@@ -356,13 +362,14 @@ func (s *Store) adopt(ctx context.Context, st snapshotState) error {
 	return nil
 }
 
-// compactLoop compacts the log once it has grown by `every` entries since the newest snapshot,
+// compactLoop compacts the log once it has grown by Config.SnapshotEvery entries since the newest snapshot,
 // while this node is the compacting one: the first node by name that is not draining (two
 // nodes that both believe they are cannot undo each other's work, see Compact). The completer
 // wakes it when the replica reaches that many entries past the snapshot it last saw; the
 // ticker covers a change of the compacting node.
-func (s *Store) compactLoop(every uint64) {
+func (s *Store) compactLoop() {
 	defer s.compacting.Done()
+	every := s.snapshotEvery()
 	t := time.NewTicker(compactCheck)
 	defer t.Stop()
 	for {
@@ -407,8 +414,8 @@ func (s *Store) worthSnapshot(ctx context.Context) bool {
 	if fi.Size() <= smallReplica {
 		return true
 	}
-	li, err := s.LogInfo(ctx)
-	return err == nil && li.Bytes >= uint64(fi.Size())
+	info, err := s.stream.Info(ctx)
+	return err == nil && info.State.Bytes >= uint64(fi.Size())
 }
 
 // compactsHere reports whether this node is the first live node by name that is not

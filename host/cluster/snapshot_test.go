@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -24,7 +25,7 @@ func stopMember(m *member) Config {
 }
 
 // restartMember starts m's node again with cfg; open (or NewStore) must follow.
-func restartMember(t *testing.T, m *member, cfg Config) {
+func restartMember(t testing.TB, m *member, cfg Config) {
 	t.Helper()
 	nd, err := Start(testCtx(t), cfg)
 	if err != nil {
@@ -34,28 +35,26 @@ func restartMember(t *testing.T, m *member, cfg Config) {
 	m.node = nd
 }
 
-// awaitApplied waits until m sees every live node's record report at least seq applied.
-func awaitApplied(t *testing.T, m *member, seq uint64) {
+// awaitNodes waits until the live nodes m sees satisfy ok.
+func awaitNodes(t testing.TB, m *member, what string, ok func([]NodeInfo) bool) {
 	t.Helper()
-	ctx := testCtx(t)
-	for {
-		nodes, err := m.leases.Nodes(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		low := false
+	eventually(t, what, func() bool {
+		nodes, err := m.leases.Nodes(context.Background())
+		return err == nil && ok(nodes)
+	})
+}
+
+// awaitApplied waits until m sees every live node's record report at least seq applied.
+func awaitApplied(t testing.TB, m *member, seq uint64) {
+	t.Helper()
+	awaitNodes(t, m, fmt.Sprintf("every node reports entry %d applied", seq), func(nodes []NodeInfo) bool {
 		for _, n := range nodes {
-			low = low || n.Applied < seq
+			if n.Applied < seq {
+				return false
+			}
 		}
-		if !low {
-			return
-		}
-		select {
-		case <-time.After(50 * time.Millisecond):
-		case <-ctx.Done():
-			t.Fatalf("nodes %+v never reported entry %d applied", nodes, seq)
-		}
-	}
+		return true
+	})
 }
 
 // compact runs Compact on m and fails the test on an error.
@@ -78,11 +77,7 @@ func setKV(t *testing.T, w store.WorkspaceStore, key, value string) {
 func TestACompactedLogRebuildsReplicasFromTheSnapshot(t *testing.T) {
 	ms := testStores(t, 3)
 	ctx := testCtx(t)
-	ws, l, code := seedWorkspace(t, ms, "k1", "v1")
-	w, err := ms[1].store.Open(ctx, ws, l)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ws, l, w, code := seedWorkspace(t, ms, "k1", "v1")
 
 	first := compact(t, ms[0])
 	if first.Snapshot == 0 || first.PurgedBelow != 0 {
@@ -102,16 +97,10 @@ func TestACompactedLogRebuildsReplicasFromTheSnapshot(t *testing.T) {
 	if err := ms[2].leases.publish(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for {
-		nodes, err := ms[0].leases.Nodes(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if i := len(nodes) - 1; nodes[i].Name == "n3" && nodes[i].Applied == 1 {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	awaitNodes(t, ms[0], "n3 reports entry 1 applied", func(nodes []NodeInfo) bool {
+		i := len(nodes) - 1
+		return nodes[i].Name == "n3" && nodes[i].Applied == 1
+	})
 	second := compact(t, ms[0])
 	if second.Snapshot <= first.Snapshot || second.PurgedBelow != 2 {
 		t.Fatalf("second compaction %+v with n3 at entry 1: want a new snapshot and a purge below 2", second)

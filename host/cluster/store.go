@@ -60,10 +60,9 @@ type Store struct {
 	handed    uint64
 	compactMu sync.Mutex // one Compact at a time
 	// compactDue wakes compactLoop (with SnapshotEvery > 0): the replica applied
-	// snapshotEvery entries past snapSeen, the newest snapshot compactLoop saw.
-	compactDue    chan struct{}
-	snapshotEvery uint64
-	compacting    sync.WaitGroup // compactLoop, which Close waits for
+	// SnapshotEvery entries past snapSeen, the newest snapshot compactLoop saw.
+	compactDue chan struct{}
+	compacting sync.WaitGroup // compactLoop, which Close waits for
 
 	mu         sync.Mutex
 	failure    error
@@ -116,11 +115,7 @@ func NewStore(ctx context.Context, n *Node, leases *Leases, replicaPath string) 
 	if err := store.RemoveReplica(replicaPath); err != nil {
 		return nil, err
 	}
-	var snap snapshotState
-	err = n.ensure(ctx, "the replica from the newest snapshot", func(ctx context.Context) (err error) {
-		snap, err = sn.restore(ctx, replicaPath) // the snapshot bucket may still elect its leader
-		return err
-	})
+	snap, err := sn.restore(ctx, replicaPath)
 	if err != nil {
 		return nil, fmt.Errorf("rebuild replica %s: %w", replicaPath, err)
 	}
@@ -133,9 +128,6 @@ func NewStore(ctx context.Context, n *Node, leases *Leases, replicaPath string) 
 		replicaPath: replicaPath, log: n.log, done: make(chan struct{}), failed: make(chan struct{}),
 		advanced: make(chan struct{}), waiters: map[string]chan result{}, compactDue: make(chan struct{}, 1),
 		workspaces: map[store.WorkspaceID]*replicaWS{}, held: map[store.WorkspaceID]*lease{},
-	}
-	if every := n.cfg.SnapshotEvery; every > 0 {
-		s.snapshotEvery = uint64(every)
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := s.adopt(ctx, snap); err != nil {
@@ -152,12 +144,15 @@ func NewStore(ctx context.Context, n *Node, leases *Leases, replicaPath string) 
 		s.Close()
 		return nil, fmt.Errorf("rebuild replica %s from the log: %w", replicaPath, err)
 	}
-	if s.snapshotEvery > 0 {
+	if s.snapshotEvery() > 0 {
 		s.compacting.Add(1)
-		go s.compactLoop(s.snapshotEvery)
+		go s.compactLoop()
 	}
 	return s, nil
 }
+
+// snapshotEvery is Config.SnapshotEvery, 0 when the node never snapshots on its own.
+func (s *Store) snapshotEvery() uint64 { return uint64(max(0, s.node.cfg.SnapshotEvery)) }
 
 // Failed is closed when the replica stopped applying the log because entries it had not
 // applied are gone from it; Err says which. The node must then be restarted, which rebuilds
@@ -196,15 +191,6 @@ func (s *Store) Applied() uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.applied
-}
-
-// Lag returns how many log entries the replica has yet to apply.
-func (s *Store) Lag(ctx context.Context) (uint64, error) {
-	last, err := s.lastSeq(ctx)
-	if err != nil {
-		return 0, err
-	}
-	return last - min(last, s.Applied()), nil
 }
 
 // OnRevoke registers fn to run, in a goroutine of its own, each time the replica applied an

@@ -74,18 +74,7 @@ func BenchmarkRebuild(b *testing.B) {
 	const entries, keys = 10_000, 1_000
 	m := testStores(b, 1)[0]
 	ctx := context.Background()
-	ws := store.WorkspaceID(store.NewID("ws"))
-	if err := m.store.CreateWorkspace(ctx, store.Workspace{ID: ws, Name: "bench", Owner: "u", Created: time.Now()}); err != nil {
-		b.Fatal(err)
-	}
-	l, err := m.store.Acquire(ctx, ws)
-	if err != nil {
-		b.Fatal(err)
-	}
-	w, err := m.store.Open(ctx, ws, l)
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, w := open(b, m, newWorkspace(b, m, "u"))
 	value := make([]byte, 256)
 	for i := range entries { // one at a time: an entry each
 		if err := w.Commit(ctx, []store.Mutation{store.SetKV("g", []byte(strconv.Itoa(i%keys)), value)}); err != nil {
@@ -118,12 +107,7 @@ func BenchmarkRebuild(b *testing.B) {
 		if err := m.leases.publish(ctx); err != nil {
 			b.Fatal(err)
 		}
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-			nodes, err := m.leases.Nodes(ctx)
-			if err == nil && len(nodes) == 1 && nodes[0].Applied == m.store.Applied() {
-				break
-			}
-		}
+		awaitApplied(b, m, m.store.Applied())
 	}
 	b.Run("snapshot", rebuild)
 }

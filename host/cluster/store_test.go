@@ -81,7 +81,7 @@ func replicaWorkspace(t *testing.T, s *Store, ws store.WorkspaceID) store.Worksp
 }
 
 // newWorkspace creates a workspace owned by owner, on m.
-func newWorkspace(t *testing.T, m *member, owner string) store.WorkspaceID {
+func newWorkspace(t testing.TB, m *member, owner string) store.WorkspaceID {
 	t.Helper()
 	ctx := testCtx(t)
 	ws := store.WorkspaceID(store.NewID("ws"))
@@ -91,7 +91,7 @@ func newWorkspace(t *testing.T, m *member, owner string) store.WorkspaceID {
 	return ws
 }
 
-func open(t *testing.T, m *member, ws store.WorkspaceID) (store.Lease, store.WorkspaceStore) {
+func open(t testing.TB, m *member, ws store.WorkspaceID) (store.Lease, store.WorkspaceStore) {
 	t.Helper()
 	ctx := testCtx(t)
 	l, err := m.store.Acquire(ctx, ws)
@@ -420,8 +420,9 @@ func TestWorkspaceIDsCannotReachOtherSubjects(t *testing.T) {
 }
 
 // seedWorkspace creates user bo (u_bo) on ms[0] and a workspace of bo's run by ms[1], and
-// commits a gadget's code and record and key = value to it.
-func seedWorkspace(t *testing.T, ms []*member, key, value string) (store.WorkspaceID, store.Lease, []byte) {
+// commits a gadget's code and record and key = value to it; it returns the workspace, its
+// lease and store on ms[1], and the code.
+func seedWorkspace(t *testing.T, ms []*member, key, value string) (store.WorkspaceID, store.Lease, store.WorkspaceStore, []byte) {
 	t.Helper()
 	ctx := testCtx(t)
 	if err := ms[0].store.CreateUser(ctx, store.User{ID: "u_bo", Name: "bo"}); err != nil {
@@ -433,32 +434,24 @@ func seedWorkspace(t *testing.T, ms []*member, key, value string) (store.Workspa
 	if err := w.Commit(ctx, []store.Mutation{store.PutCode(code), store.PutGadget(gadgetWith(code)), store.SetKV("g", []byte(key), []byte(value))}); err != nil {
 		t.Fatal(err)
 	}
-	return ws, l, code
+	return ws, l, w, code
 }
 
 func TestARestartedNodeRebuildsItsReplica(t *testing.T) {
 	ms := testStores(t, 3)
 	ctx := testCtx(t)
-	ws, l, code := seedWorkspace(t, ms, "k", "v")
+	ws, l, _, code := seedWorkspace(t, ms, "k", "v")
 	m := ms[2]
 	if err := m.store.barrier(ctx); err != nil {
 		t.Fatal(err)
 	}
-	m.store.Close()
-	m.leases.Close()
-	cfg := m.node.Config()
-	m.node.Close()
+	cfg := stopMember(m)
 
 	// Written while n3 is down.
 	if err := ms[0].store.PutToken(ctx, store.Token{Hash: "late", UserID: "u_bo"}); err != nil {
 		t.Fatal(err)
 	}
-	nd, err := Start(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { nd.Close() })
-	m.node = nd
+	restartMember(t, m, cfg)
 	m.open(t)
 	if u, err := m.store.UserByName(ctx, "bo"); err != nil || u.ID != "u_bo" {
 		t.Fatalf("after restart: user %+v, %v", u, err)
