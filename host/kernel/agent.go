@@ -104,14 +104,14 @@ func (s *AgentSession) remote(ctx context.Context, ws store.WorkspaceID) (store.
 	return node, err == nil && held && node != c.Self()
 }
 
-// movedRetries bounds how often a forwarded agent call follows its workspace to a new node.
-const movedRetries = 3
-
 // atOwner runs an AgentSession call on the node running ws when that is another node, and
 // follows the workspace when it moved before the call ran there (MOVED: the call did not run);
 // local reports that this node runs it, or nobody does, so the caller runs the call here.
 func atOwner[T any](ctx context.Context, s *AgentSession, ws store.WorkspaceID, op, arg string, opts CodeOptions) (out T, local bool, err error) {
-	for range movedRetries {
+	for attempt := range movedAttempts {
+		if err := awaitMove(ctx, attempt); err != nil {
+			return out, false, err
+		}
 		node, ok := s.remote(ctx, ws)
 		if !ok {
 			return out, true, nil

@@ -211,13 +211,9 @@ func (r *route) GetProperty(ctx context.Context, name string) (any, error) {
 // Calls are sent in order; awaiting lets the next call on the routed object go out.
 func (w *routedWorkspace) forward(ctx context.Context, steps []step, call func(at placed) (any, error)) (any, error) {
 	var last error
-	for attempt := range 6 {
-		if attempt > 0 { // the old owner may still hold the lease for a moment
-			select {
-			case <-time.After(time.Duration(25<<attempt) * time.Millisecond):
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
+	for attempt := range movedAttempts {
+		if err := awaitMove(ctx, attempt); err != nil {
+			return nil, err
 		}
 		at, err := w.target(ctx, steps)
 		if err != nil {
@@ -243,6 +239,25 @@ func (w *routedWorkspace) forward(ctx context.Context, steps []step, call func(a
 		w.drop(at.st)
 	}
 	return nil, wrapErr(last, "workspace %s keeps moving; try again", w.id)
+}
+
+// movedAttempts bounds how often a call follows its workspace to a new node (MOVED: the call
+// did not run).
+const movedAttempts = 6
+
+// awaitMove waits before attempt (from 0) of a call that found its workspace moved, longer at
+// each attempt, since the old owner may still hold the lease for a moment; it fails when ctx
+// ends first.
+func awaitMove(ctx context.Context, attempt int) error {
+	if attempt == 0 {
+		return nil
+	}
+	select {
+	case <-time.After(time.Duration(25<<attempt) * time.Millisecond):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // placed is an object on the node running the workspace: the stub, its peer session (nil

@@ -136,18 +136,21 @@ func (s *routedSubscription) current() bool {
 
 // holderCache remembers for subscriptionCheck/2 which node holds each workspace that routed
 // subscriptions check, so that the subscriptions of one workspace cost one lookup of its
-// lease per period however many they are. The zero value is ready.
+// lease per period however many they are: those that check while a lookup is under way wait
+// for it. The zero value is ready.
 type holderCache struct {
 	now     func() time.Time // nil: time.Now
 	mu      sync.Mutex
-	entries map[store.WorkspaceID]heldBy
+	entries map[store.WorkspaceID]*heldBy
 }
 
-// heldBy is a remembered lookup.
+// heldBy is a lookup, made at `at`; its fields are set when done is closed.
 type heldBy struct {
+	at   time.Time
+	done chan struct{}
 	node store.NodeID
 	held bool
-	at   time.Time
+	err  error
 }
 
 // holderCacheSweep is the size past which an insertion drops the expired entries.
@@ -159,30 +162,40 @@ func (c *holderCache) holder(ctx context.Context, ws store.WorkspaceID, lookup f
 	if c.now != nil {
 		now = c.now()
 	}
+	fresh := func(e *heldBy) bool { return now.Sub(e.at) < subscriptionCheck/2 }
 	c.mu.Lock()
-	e, ok := c.entries[ws]
-	c.mu.Unlock()
-	if ok && now.Sub(e.at) < subscriptionCheck/2 {
-		return e.node, e.held, nil
+	if e, ok := c.entries[ws]; ok && fresh(e) {
+		c.mu.Unlock()
+		select {
+		case <-e.done:
+			return e.node, e.held, e.err
+		case <-ctx.Done():
+			return "", false, ctx.Err()
+		}
 	}
-	node, held, err := lookup(ctx, ws)
-	if err != nil {
-		return "", false, err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.entries == nil {
-		c.entries = map[store.WorkspaceID]heldBy{}
+		c.entries = map[store.WorkspaceID]*heldBy{}
 	}
 	if len(c.entries) >= holderCacheSweep {
 		for id, e := range c.entries {
-			if now.Sub(e.at) >= subscriptionCheck/2 {
+			if !fresh(e) {
 				delete(c.entries, id)
 			}
 		}
 	}
-	c.entries[ws] = heldBy{node: node, held: held, at: now}
-	return node, held, nil
+	e := &heldBy{at: now, done: make(chan struct{})}
+	c.entries[ws] = e
+	c.mu.Unlock()
+	e.node, e.held, e.err = lookup(ctx, ws)
+	if e.err != nil {
+		c.mu.Lock()
+		if c.entries[ws] == e {
+			delete(c.entries, ws)
+		}
+		c.mu.Unlock()
+	}
+	close(e.done)
+	return e.node, e.held, e.err
 }
 
 // CallMethod implements capnweb.DynamicTarget: cancel() ends the subscription.

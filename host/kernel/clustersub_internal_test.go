@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -51,5 +53,33 @@ func TestSubscriptionsOfAWorkspaceShareItsLeaseLookup(t *testing.T) {
 	}
 	if n := len(c.entries); n != 1 {
 		t.Fatalf("%d entries after the expired ones were swept, want 1", n)
+	}
+}
+
+func TestSubscriptionsCheckingAtOnceWaitForOneLookup(t *testing.T) {
+	var c holderCache
+	release := make(chan struct{})
+	var lookups atomic.Int32
+	lookup := func(context.Context, store.WorkspaceID) (store.NodeID, bool, error) {
+		lookups.Add(1)
+		<-release
+		return "n2", true, nil
+	}
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Go(func() {
+			if node, _, err := c.holder(t.Context(), "ws_a", lookup); err != nil || node != "n2" {
+				t.Errorf("holder: %q, %v", node, err)
+			}
+		})
+	}
+	for lookups.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond) // the others reach the cache meanwhile
+	close(release)
+	wg.Wait()
+	if n := lookups.Load(); n != 1 {
+		t.Fatalf("%d lookups by ten subscriptions checking at once, want 1", n)
 	}
 }

@@ -285,9 +285,8 @@ func (in *Instance) begin(ctx context.Context) error {
 func (in *Instance) end() {
 	if in.hostCancel != nil {
 		in.hostCancel()
-		in.hostCtx, in.hostCancel = nil, nil
 	}
-	in.callCtx = nil
+	in.callCtx, in.hostCtx, in.hostCancel = nil, nil, nil
 }
 
 // beforeDeadline runs at each epoch tick while the guest runs: keep going until the deadline

@@ -245,7 +245,11 @@ func (in *Instance) ctx() context.Context {
 		return context.Background()
 	}
 	if in.hostCtx == nil {
-		in.hostCtx, in.hostCancel = context.WithDeadline(in.callCtx, time.Unix(0, in.deadline))
+		if d, ok := in.callCtx.Deadline(); ok && d.UnixNano() <= in.deadline {
+			in.hostCtx = in.callCtx // already bounded by the call's deadline (it set it)
+		} else {
+			in.hostCtx, in.hostCancel = context.WithDeadline(in.callCtx, time.Unix(0, in.deadline))
+		}
 	}
 	return in.hostCtx
 }

@@ -41,33 +41,28 @@ func BenchmarkFetch(b *testing.B) {
 	refused := `["GET", "http://example.com/api/notebooks/work/whoami", {}, ""]`
 
 	b.Run("raw", func(b *testing.B) {
-		defer reportCPU(b)()
-		for b.Loop() {
+		loadgen.Run(b, 1, func(int) error {
 			req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
 			req.Header.Set("Authorization", "Bearer "+aliceToken)
 			resp, err := client.Do(req)
 			if err != nil {
-				b.Fatal(err)
+				return err
 			}
 			io.ReadAll(resp.Body)
-			resp.Body.Close()
-		}
+			return resp.Body.Close()
+		})
 	})
 	b.Run("gatekeeper", func(b *testing.B) {
-		defer reportCPU(b)()
-		for b.Loop() {
-			if _, err := ps.Call(ctx, "fetch", args); err != nil {
-				b.Fatal(err)
-			}
-		}
+		loadgen.Run(b, 1, func(int) error {
+			_, err := ps.Call(ctx, "fetch", args)
+			return err
+		})
 	})
 	b.Run("gatekeeper-c", func(b *testing.B) {
-		defer reportCPU(b)()
-		for b.Loop() {
-			if _, err := cs.Call(ctx, "whoami", "[]"); err != nil {
-				b.Fatal(err)
-			}
-		}
+		loadgen.Run(b, 1, func(int) error {
+			_, err := cs.Call(ctx, "whoami", "[]")
+			return err
+		})
 	})
 	b.Run("gatekeeper-refused", func(b *testing.B) {
 		for b.Loop() {
@@ -77,20 +72,11 @@ func BenchmarkFetch(b *testing.B) {
 		}
 	})
 	b.Run("notes-list", func(b *testing.B) {
-		defer reportCPU(b)()
-		for b.Loop() {
-			if _, err := ns.Call(ctx, "list", "[]"); err != nil {
-				b.Fatal(err)
-			}
-		}
+		loadgen.Run(b, 1, func(int) error {
+			_, err := ns.Call(ctx, "list", "[]")
+			return err
+		})
 	})
-}
-
-// reportCPU measures the process's CPU time from now until the returned function runs and
-// reports it per operation as cpu-ns/op (the loopback service's share included).
-func reportCPU(b *testing.B) func() {
-	start := loadgen.CPUTime(b)
-	return func() { b.ReportMetric(float64(loadgen.CPUTime(b)-start)/float64(b.N), "cpu-ns/op") }
 }
 
 // hopC builds the hop-c gatekeeper: the C gatekeeper template with guests/hop-c/main.c as its

@@ -158,10 +158,8 @@ func BenchmarkPath(b *testing.B) {
 			srv := startServe(b, atelierBinary(b), filepath.Join(b.TempDir(), "atelier.db"))
 			full := connectFleet(b, srv.URL, code, clients)
 			b.Run("inproc", func(b *testing.B) {
-				c0, g0 := p.db.CommitGroups()
+				defer reportGrouping(b, p.db)()
 				loadgen.Run(b, clients, increment(inproc))
-				c1, g1 := p.db.CommitGroups()
-				b.ReportMetric(float64(c1-c0)/float64(max(g1-g0, 1)), "commits/fsync")
 			})
 			b.Run("inproc_read", func(b *testing.B) {
 				loadgen.Run(b, clients, func(c int) error {
@@ -282,10 +280,8 @@ func BenchmarkKV(b *testing.B) {
 	})
 	b.Run("set", func(b *testing.B) { loadgen.Run(b, 1, set) })
 	b.Run("set_100writers", func(b *testing.B) {
-		c0, g0 := db.CommitGroups()
+		defer reportGrouping(b, db)()
 		loadgen.Run(b, 100, set)
-		c1, g1 := db.CommitGroups()
-		b.ReportMetric(float64(c1-c0)/float64(max(g1-g0, 1)), "commits/fsync")
 	})
 }
 
@@ -436,5 +432,15 @@ func BenchmarkStartup(b *testing.B) {
 				srv.Terminate(b)
 			}
 		})
+	}
+}
+
+// reportGrouping reports, when the returned function runs, the mean number of commits db
+// wrote per transaction (per fsync) since reportGrouping was called, as commits/fsync.
+func reportGrouping(b *testing.B, db *store.Bolt) func() {
+	c0, g0 := db.CommitGroups()
+	return func() {
+		c1, g1 := db.CommitGroups()
+		b.ReportMetric(float64(c1-c0)/float64(max(g1-g0, 1)), "commits/fsync")
 	}
 }
