@@ -382,11 +382,20 @@ func underPrefix(target, prefix string) bool {
 // CanonicalHost lowercases host and drops the scheme's default port.
 func CanonicalHost(scheme, host string) string {
 	host = strings.ToLower(host)
-	switch strings.ToLower(scheme) {
-	case "https":
-		host = strings.TrimSuffix(host, ":443")
-	case "http":
-		host = strings.TrimSuffix(host, ":80")
+	if port := defaultPort(strings.ToLower(scheme)); port != "" {
+		host = strings.TrimSuffix(host, ":"+port)
 	}
 	return host
+}
+
+// defaultPort is the port of scheme (lowercase) when a URL names none ("" for a scheme other
+// than http and https).
+func defaultPort(scheme string) string {
+	switch scheme {
+	case "https":
+		return "443"
+	case "http":
+		return "80"
+	}
+	return ""
 }

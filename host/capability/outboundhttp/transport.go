@@ -123,11 +123,7 @@ func hostPort(scheme, host string) string {
 	if _, _, err := net.SplitHostPort(host); err == nil {
 		return host
 	}
-	port := "80"
-	if scheme == "https" {
-		port = "443"
-	}
-	return net.JoinHostPort(strings.Trim(host, "[]"), port)
+	return net.JoinHostPort(strings.Trim(host, "[]"), defaultPort(scheme))
 }
 
 // get returns a kept-alive connection to addr for u's scheme that the server has not closed,
@@ -320,7 +316,7 @@ func (c *conn) alive() bool {
 		ok = err == syscall.EAGAIN
 		return true
 	})
-	return err == nil && ok && c.br.Buffered() == 0
+	return err == nil && ok // put keeps no connection with bytes already read
 }
 
 func (c *conn) close() { c.sock.Close() }

@@ -31,6 +31,27 @@ typedef struct atl_queue {
 } atl_queue_t;
 static _Thread_local atl_queue_t *atl_queue;
 
+// atl_entry is what the wrappers below save of this thread's atl_current and atl_queue while
+// they enter Wasmtime for a store.
+typedef struct atl_entry {
+  atl_memcap_t *mem;
+  atl_queue_t *queue;
+} atl_entry_t;
+
+// atl_enter makes mem and queue this thread's, returning what they replace for atl_leave.
+static atl_entry_t atl_enter(atl_memcap_t *mem, atl_queue_t *queue) {
+  atl_entry_t prev = {atl_current, atl_queue};
+  atl_current = mem;
+  atl_queue = queue;
+  return prev;
+}
+
+// atl_leave restores what atl_enter replaced.
+static void atl_leave(atl_entry_t prev) {
+  atl_current = prev.mem;
+  atl_queue = prev.queue;
+}
+
 // The largest reservation made when Wasmtime does not ask for one (every 32-bit memory fits).
 #define ATL_MAX_FREE_RESERVATION ((size_t)1 << 32)
 
@@ -420,13 +441,10 @@ wasmtime_error_t *atl_instantiate(atl_memcap_t *mem, const atl_plan_t *plan,
                                   const wasmtime_component_linker_t *linker,
                                   wasmtime_context_t *ctx, const wasmtime_component_t *comp,
                                   wasmtime_component_instance_t *out) {
-  atl_memcap_t *prev = atl_current;
-  atl_queue_t q = {plan, 0}, *prevq = atl_queue;
-  atl_current = mem;
-  atl_queue = plan != NULL ? &q : NULL;
+  atl_queue_t q = {plan, 0};
+  atl_entry_t prev = atl_enter(mem, plan != NULL ? &q : NULL);
   wasmtime_error_t *err = wasmtime_component_linker_instantiate(linker, ctx, comp, out);
-  atl_current = prev;
-  atl_queue = prevq;
+  atl_leave(prev);
   if (err == NULL && plan != NULL && q.next != plan->n)
     err = atl_errorf("instantiation created %zu linear memories, its component's memory plan "
                      "lists %zu",
@@ -437,27 +455,19 @@ wasmtime_error_t *atl_instantiate(atl_memcap_t *mem, const atl_plan_t *plan,
 wasmtime_error_t *atl_func_call(atl_memcap_t *mem, const wasmtime_component_func_t *f,
                                 wasmtime_context_t *ctx, const wasmtime_component_val_t *args,
                                 size_t nargs, wasmtime_component_val_t *res, size_t nres) {
-  atl_memcap_t *prev = atl_current;
-  atl_queue_t *prevq = atl_queue;
-  atl_current = mem;
-  atl_queue = NULL;
+  atl_entry_t prev = atl_enter(mem, NULL);
   wasmtime_error_t *err = wasmtime_component_func_call(f, ctx, args, nargs, res, nres);
   if (err == NULL)
     err = wasmtime_component_func_post_return(f, ctx);
-  atl_current = prev;
-  atl_queue = prevq;
+  atl_leave(prev);
   return err;
 }
 
 wasmtime_error_t *atl_resource_drop(atl_memcap_t *mem, wasmtime_context_t *ctx,
                                     const wasmtime_component_resource_any_t *r) {
-  atl_memcap_t *prev = atl_current;
-  atl_queue_t *prevq = atl_queue;
-  atl_current = mem;
-  atl_queue = NULL;
+  atl_entry_t prev = atl_enter(mem, NULL);
   wasmtime_error_t *err = wasmtime_component_resource_any_drop(ctx, r);
-  atl_current = prev;
-  atl_queue = prevq;
+  atl_leave(prev);
   return err;
 }
 

@@ -410,22 +410,19 @@ func imageOf(data []byte, min uint64) *Image {
 	if !ok {
 		return nil
 	}
-	if _, ok := sortedDisjoint(segs); !ok {
+	spans, ok := sortedDisjoint(segs)
+	if !ok || len(spans) == 0 {
 		return nil
 	}
-	img := &Image{Segments: segs}
+	size := spans[len(spans)-1].end() // sorted and disjoint: the last ends last
 	var total uint64
-	for _, s := range segs {
-		if s.end() > min {
-			return nil
-		}
-		img.Size = max(img.Size, s.end())
-		total += uint64(len(s.Data))
+	for _, sp := range spans {
+		total += uint64(sp.n)
 	}
-	if total < MinImageData {
+	if size > min || total < MinImageData {
 		return nil
 	}
-	return img
+	return &Image{Segments: segs, Size: size}
 }
 
 // name reads a string.
