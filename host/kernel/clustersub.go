@@ -35,9 +35,8 @@ type routedSubscription struct {
 	mu      sync.Mutex
 	handle  *capnweb.Stub // the registration on its node; nil between registrations
 	at      placed        // where handle lives
-	done    bool
-	stop    chan struct{}
-	unwatch []func() // stop watching the callbacks for breakage
+	stop    chan struct{} // closed (under mu) when the subscription ends
+	unwatch []func()      // stop watching the callbacks for breakage
 }
 
 // subscribe registers the callback in args with method on the object steps lead to and
@@ -75,7 +74,7 @@ func (s *routedSubscription) register(ctx context.Context) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.done {
+	if s.endedLocked() {
 		handle.Dispose()
 		return nil
 	}
@@ -218,11 +217,10 @@ func (s *routedSubscription) Dispose() { s.Cancel() }
 // Cancel ends the subscription and its registration.
 func (s *routedSubscription) Cancel() {
 	s.mu.Lock()
-	if s.done {
+	if s.endedLocked() {
 		s.mu.Unlock()
 		return
 	}
-	s.done = true
 	close(s.stop)
 	handle, unwatch := s.handle, s.unwatch
 	s.handle, s.unwatch = nil, nil
@@ -234,6 +232,16 @@ func (s *routedSubscription) Cancel() {
 		handle.Dispose() // the last reference: the registration's Dispose cancels it
 	}
 	s.release()
+}
+
+// endedLocked reports whether the subscription ended; s.mu must be held.
+func (s *routedSubscription) endedLocked() bool {
+	select {
+	case <-s.stop:
+		return true
+	default:
+		return false
+	}
 }
 
 // release drops the duplicated callback stubs.

@@ -181,7 +181,7 @@ func importsNoMemory(b []byte) bool {
 			if t := r.byte(); t != 0x70 && t != 0x6f {
 				return false
 			}
-			if !r.limits() {
+			if _, _, _, ok := r.limits(); !ok {
 				return false
 			}
 		case 0x03: // global: value type and mutability
@@ -455,16 +455,16 @@ func (r *reader) s32() int32 {
 	return v
 }
 
-// limits reads table limits (a minimum, and a maximum when flagged).
-func (r *reader) limits() bool {
+// limits reads 32-bit, unshared limits of a table or memory: the minimum, and the maximum when
+// flagged (hasMax); false for other limits (64-bit or shared: not understood).
+func (r *reader) limits() (min, max uint32, hasMax, ok bool) {
 	switch r.byte() {
 	case 0x00:
-		r.u32()
+		min = r.u32()
 	case 0x01:
-		r.u32()
-		r.u32()
-	default: // 64-bit or shared tables: not understood
-		return false
+		min, max, hasMax = r.u32(), r.u32(), true
+	default:
+		return 0, 0, false, false
 	}
-	return !r.bad
+	return min, max, hasMax, !r.bad
 }

@@ -386,15 +386,13 @@ func memories(b []byte) ([]Memory, bool) {
 	}
 	mems := make([]Memory, 0, n)
 	for i := uint32(0); i < n && !r.bad; i++ {
-		m := Memory{Max: maxMemory, Image: -1}
-		switch r.byte() {
-		case 0x00:
-			m.Min = uint64(r.u32()) * wasmPage
-		case 0x01:
-			m.Min = uint64(r.u32()) * wasmPage
-			m.Max = uint64(r.u32()) * wasmPage
-		default:
+		min, max, hasMax, ok := r.limits()
+		if !ok {
 			return nil, false
+		}
+		m := Memory{Min: uint64(min) * wasmPage, Max: maxMemory, Image: -1}
+		if hasMax {
+			m.Max = uint64(max) * wasmPage
 		}
 		mems = append(mems, m)
 	}
