@@ -406,6 +406,22 @@ func dupStubs(v any) any {
 	return v
 }
 
+// eachStub calls f with every stub in v, however deeply it is nested in lists and records.
+func eachStub(v any, f func(*capnweb.Stub)) {
+	switch x := v.(type) {
+	case *capnweb.Stub:
+		f(x)
+	case []any:
+		for _, e := range x {
+			eachStub(e, f)
+		}
+	case map[string]any:
+		for _, e := range x {
+			eachStub(e, f)
+		}
+	}
+}
+
 // moved reports whether err says the workspace is run elsewhere now and the call did not run.
 func moved(err error) bool {
 	var ke *Error

@@ -48,11 +48,9 @@ func (w *routedWorkspace) subscribe(ctx context.Context, steps []step, method st
 		return nil, err
 	}
 	s.mu.Lock()
-	for _, a := range s.args {
-		if cb, ok := a.(*capnweb.Stub); ok {
-			s.unwatch = append(s.unwatch, cb.OnBroken(func(error) { go s.Cancel() }))
-		}
-	}
+	eachStub(s.args, func(cb *capnweb.Stub) {
+		s.unwatch = append(s.unwatch, cb.OnBroken(func(error) { go s.Cancel() }))
+	})
 	s.mu.Unlock()
 	go s.watch()
 	return s, nil
@@ -246,9 +244,5 @@ func (s *routedSubscription) endedLocked() bool {
 
 // release drops the duplicated callback stubs.
 func (s *routedSubscription) release() {
-	for _, a := range s.args {
-		if st, ok := a.(*capnweb.Stub); ok {
-			st.Dispose()
-		}
-	}
+	eachStub(s.args, (*capnweb.Stub).Dispose)
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"atelier/capnweb"
 	"atelier/host/store"
 )
 
@@ -81,5 +82,30 @@ func TestSubscriptionsCheckingAtOnceWaitForOneLookup(t *testing.T) {
 	wg.Wait()
 	if n := lookups.Load(); n != 1 {
 		t.Fatalf("%d lookups by ten subscriptions checking at once, want 1", n)
+	}
+}
+
+// counted is a callback target that counts how often the last reference to it was dropped.
+type counted struct {
+	capnweb.Target
+	disposed atomic.Int32
+}
+
+func (c *counted) Dispose() { c.disposed.Add(1) }
+
+func TestAnEndedRoutedSubscriptionReleasesItsNestedCallbacks(t *testing.T) {
+	cb := &counted{}
+	stub, err := capnweb.NewStub(cb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &routedSubscription{args: dupStubs([]any{"topic", map[string]any{"on": []any{stub}}}).([]any)}
+	stub.Dispose() // the client's own reference
+	if n := cb.disposed.Load(); n != 0 {
+		t.Fatalf("the callback was released %d times while the subscription held it", n)
+	}
+	s.release()
+	if n := cb.disposed.Load(); n != 1 {
+		t.Fatalf("the callback nested in a record was released %d times when the subscription ended, want 1", n)
 	}
 }
