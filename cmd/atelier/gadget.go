@@ -101,8 +101,9 @@ gadget; for an existing one, --grant replaces its grants and leaving it out keep
 component that imports anything else is refused with an error naming the import.
 
 A folder's client.js is the gadget's browser UI (not server code); --client FILE.js uploads
-another file as the UI (with a component: as a second version, as 'atelier gadget client' does).
-A deploy without either keeps the current UI.
+another file as the UI (in place of the folder's client.js), in the same version as the code,
+so that 'atelier gadget rollback' brings back each version's UI. A deploy without either keeps
+the current UI.
 
 Examples:
   atelier gadget deploy counter counter.wasm --grant atelier:host/kv,atelier:host/log
@@ -123,18 +124,16 @@ Examples:
 				if err != nil {
 					return err
 				}
-				var ui *string // set on the new version with setClient (a component's UI)
+				var ui any // the new version's UI script, sent with the code; nil keeps the UI
 				if *clientFile != "" {
 					src, err := os.ReadFile(*clientFile)
 					if err != nil {
 						return fmt.Errorf("read the UI script: %w", err)
 					}
 					if files, ok := code.(map[string]any); ok {
-						files[clientJS] = string(src) // in the same version as the server code
-					} else {
-						s := string(src)
-						ui = &s
+						delete(files, clientJS) // the kernel takes one UI: the --client file
 					}
+					ui = string(src)
 				}
 				c, ws, err := gadgetClient(ctx, *server, *workspace)
 				if err != nil {
@@ -147,21 +146,16 @@ Examples:
 				created := errorCode(err) == "NOT_FOUND"
 				switch {
 				case created:
-					info, err = await[gadgetInfo](ctx, c, ws.Call(ctx, "createGadget", name, code, append([]string{}, grants.grants...)).Call(ctx, "info"))
+					info, err = await[gadgetInfo](ctx, c, ws.Call(ctx, "createGadget", name, code, append([]string{}, grants.grants...), ui).Call(ctx, "info"))
 				case err != nil:
 					return c.explain(err)
 				case grants.set:
-					info, err = await[gadgetInfo](ctx, c, g.Call(ctx, "deploy", code, grants.grants))
+					info, err = await[gadgetInfo](ctx, c, g.Call(ctx, "deploy", code, grants.grants, ui))
 				default:
-					info, err = await[gadgetInfo](ctx, c, g.Call(ctx, "deploy", code))
+					info, err = await[gadgetInfo](ctx, c, g.Call(ctx, "deploy", code, nil, ui))
 				}
 				if err != nil {
 					return fmt.Errorf("deploy %s as %s: %w", file, name, err)
-				}
-				if ui != nil {
-					if info, err = await[gadgetInfo](ctx, c, g.Call(ctx, "setClient", *ui)); err != nil {
-						return fmt.Errorf("set the UI of %s from %s: %w", name, *clientFile, err)
-					}
 				}
 				verb := "Deployed"
 				if created {

@@ -122,6 +122,7 @@ func (a *actor) load(ctx context.Context, g store.Gadget) {
 	defer func() { // before ready: the instance is counted before anything can close it
 		if a.loadErr == nil && a.exec != nil {
 			a.stats.live.Add(1)
+			a.stats.started.Add(1)
 		}
 	}()
 	k := a.ov.k

@@ -24,9 +24,10 @@ func NewPublic(k *Kernel) *Public { return &Public{k: k} }
 // Ping returns "pong".
 func (*Public) Ping() string { return "pong" }
 
-// ServerInfo describes the server.
+// ServerInfo describes the server: name, version, whether signup() is open, and whether it is
+// a node of a cluster (the shell shows the admin its cluster screen then).
 func (p *Public) ServerInfo() map[string]any {
-	return map[string]any{"name": "atelier", "version": p.k.cfg.Version, "signupsEnabled": !p.k.cfg.SignupsDisabled}
+	return map[string]any{"name": "atelier", "version": p.k.cfg.Version, "signupsEnabled": !p.k.cfg.SignupsDisabled, "cluster": p.k.cfg.Cluster != nil}
 }
 
 // Signup creates a user and returns a session token.

@@ -54,6 +54,23 @@ func takeClient(files map[string]string) (*string, error) {
 	return &src, nil
 }
 
+// readUpload turns the code and client arguments of createGadget and deploy into the code to
+// store and the version's UI script (nil: keep the current one, or none for a new gadget). A
+// JS gadget's files may bring client.js, or the client argument may; not both.
+func (k *Kernel) readUpload(code any, client *string) ([]byte, *string, error) {
+	bin, fromFiles, err := k.normalizeCode(code)
+	if err != nil || client == nil {
+		return bin, fromFiles, err
+	}
+	if fromFiles != nil {
+		return nil, nil, fail(CodeInvalidArgument, "the files hold a %s and a client script was given too: pass one", ClientFile)
+	}
+	if err := checkClient(*client); err != nil {
+		return nil, nil, err
+	}
+	return bin, client, nil
+}
+
 // clientBlob returns the hash under which source is stored, and the mutation that stores it
 // ("" and none for an empty script: no UI).
 func clientBlob(source string) (string, []store.Mutation) {

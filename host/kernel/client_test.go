@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"atelier/capnweb"
 	"atelier/host/kernel"
+	"atelier/sdk/guesttest"
 )
 
 const uiV1 = "export default function (gadget, root) { root.textContent = 'v1'; }"
@@ -195,5 +197,49 @@ func TestClientScriptRefusals(t *testing.T) {
 	wantClient(t, g, uiV1)
 	if vs := versionsOf(t, g); len(vs) != 3 {
 		t.Fatalf("refused calls made versions: %v", vs)
+	}
+}
+
+// TestClientComesWithComponent: createGadget and deploy take a component's UI script with the
+// code, so that one version holds both; a rollback brings back each version's pairing, a deploy
+// without a script keeps the UI and an empty one removes it; a JS gadget's files may not bring
+// a client.js as well.
+func TestClientComesWithComponent(t *testing.T) {
+	s := startServer(t, filepath.Join(t.TempDir(), "a.db"))
+	ws := s.user(t, "ada").Call(ctx, "createWorkspace", "home")
+	code := guesttest.Bytes(t, counterGo)
+	g := ws.Call(ctx, "createGadget", "counter", code, counterGrants, uiV1)
+	wantClient(t, g, uiV1)
+	if vs := versionsOf(t, g); len(vs) != 1 || vs[0][1] != sha(uiV1) {
+		t.Fatalf("versions after createGadget with a UI = %v, want one holding the UI", vs)
+	}
+
+	uiV2 := "export default function () { /* v2 */ }"
+	info := await(t, g.Call(ctx, "deploy", code, nil, uiV2)).(map[string]any)
+	if info["current"] != float64(2) || fmt.Sprint(info["grants"]) != fmt.Sprint(counterGrants) {
+		t.Fatalf("deploy with a UI: %v, want version 2 with the grants kept", info)
+	}
+	wantClient(t, g, uiV2)
+	await(t, g.Call(ctx, "deploy", code)) // v3 keeps v2's UI
+	wantClient(t, g, uiV2)
+	await(t, g.Call(ctx, "deploy", code, nil, "")) // v4 has none
+	wantClient(t, g, "")
+	vs := versionsOf(t, g)
+	if len(vs) != 4 || vs[1][1] != sha(uiV2) || vs[2][1] != sha(uiV2) || vs[3][1] != "" {
+		t.Fatalf("versions = %v", vs)
+	}
+	await(t, g.Call(ctx, "rollback", 1))
+	wantClient(t, g, uiV1)
+	await(t, g.Call(ctx, "rollback", 2))
+	wantClient(t, g, uiV2)
+	await(t, g.Call(ctx, "rollback", 4))
+	wantClient(t, g, "")
+
+	files := jsFiles(t, todoJSGadget)
+	files[kernel.ClientFile] = uiV1
+	refused(t, ws.Call(ctx, "createGadget", "todo", files, jsGrants, uiV2), "INVALID_ARGUMENT", "pass one")
+	refused(t, g.Call(ctx, "deploy", code, nil, strings.Repeat("x", kernel.MaxClient+1)), "INVALID_ARGUMENT", "client.js of 1048577 bytes")
+	if vs := versionsOf(t, g); len(vs) != 4 {
+		t.Fatalf("refused deploys made versions: %v", vs)
 	}
 }

@@ -1,9 +1,12 @@
 package kernel
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
+	"strings"
 	"sync"
 
 	"atelier/host/gatekeeper"
@@ -209,4 +212,62 @@ func (w *Workspace) UnbindGatekeeper(ctx context.Context, gadget, name string) e
 		}
 		return ov.bindGatekeeper(ctx, w.p, g.ID, name, "")
 	})
+}
+
+// GatekeeperBindingInfo describes one gatekeeper binding of a gadget: the account it acts with,
+// whose user connected it, and the account's gatekeeper and resource. Missing is set when the
+// account was disconnected (the binding's calls fail until it is unbound or bound again).
+type GatekeeperBindingInfo struct {
+	Gadget     string `json:"gadget"`
+	Name       string `json:"name"`
+	Account    string `json:"account"`
+	Owner      string `json:"owner,omitempty"`
+	Gatekeeper string `json:"gatekeeper,omitempty"` // the gatekeeper's name
+	Resource   string `json:"resource,omitempty"`
+	Missing    bool   `json:"missing,omitempty"`
+}
+
+// ListGatekeeperBindings lists the gatekeeper bindings of the workspace's gadgets (an agent's:
+// those in its scope), by gadget and name. Role use: the bindings act for everyone who calls
+// the gadget, so whoever may call it may see with which account.
+func (w *Workspace) ListGatekeeperBindings(ctx context.Context) ([]GatekeeperBindingInfo, error) {
+	out := []GatekeeperBindingInfo{}
+	err := w.enter(ctx, store.RoleUse, "listGatekeeperBindings", func(ov *overseer) error {
+		gs, err := ov.gadgetsOf(w.p)
+		if err != nil {
+			return err
+		}
+		for _, g := range gs {
+			for name, account := range g.Gatekeepers {
+				info, err := w.k.gatekeeperBinding(ctx, g.Name, name, account)
+				if err != nil {
+					return err
+				}
+				out = append(out, info)
+			}
+		}
+		return nil
+	})
+	slices.SortFunc(out, func(a, b GatekeeperBindingInfo) int {
+		return cmp.Or(strings.Compare(a.Gadget, b.Gadget), strings.Compare(a.Name, b.Name))
+	})
+	return out, wrapErr(err, "list gatekeeper bindings")
+}
+
+// gatekeeperBinding describes binding name of gadget to account.
+func (k *Kernel) gatekeeperBinding(ctx context.Context, gadget, name, account string) (GatekeeperBindingInfo, error) {
+	info := GatekeeperBindingInfo{Gadget: gadget, Name: name, Account: account}
+	acct, err := k.st.Account(ctx, account)
+	if errors.Is(err, store.ErrNotFound) {
+		info.Missing = true
+		return info, nil
+	}
+	if err != nil {
+		return info, wrapErr(err, "binding %s.%s", gadget, name)
+	}
+	info.Owner, info.Resource = k.username(ctx, acct.Owner), acct.Resource
+	if rec, _, err := k.st.Gatekeeper(ctx, acct.Gatekeeper); err == nil {
+		info.Gatekeeper = rec.Name
+	}
+	return info, nil
 }

@@ -16,7 +16,7 @@ import (
 // callMetrics are the kernel's gadget call metrics since it started: per gadget, the calls
 // that reached its actor (every path: connect() stubs, Code Mode bindings, schedules and
 // gadget-to-gadget bindings all run through actor.run), the failed ones, their latency up to
-// the released reply, and whether an instance is loaded. The call path touches only its
+// the released reply, its loaded instances and how many it started. The call path touches only its
 // gadget's atomics; the map is locked when an actor loads and when the metrics are read.
 type callMetrics struct {
 	start time.Time
@@ -35,7 +35,8 @@ type gadgetStats struct {
 	name    atomic.Pointer[string] // the gadget's name when its actor last loaded (or it was renamed)
 	calls   atomic.Uint64
 	errors  atomic.Uint64
-	live    atomic.Int64 // loaded actors: 0 or 1 (briefly 2 while one replaces another)
+	live    atomic.Int64  // loaded actors: 0 or 1 (briefly 2 while one replaces another)
+	started atomic.Uint64 // instances loaded since the server started
 	latency metrics.Histogram
 }
 
@@ -104,8 +105,12 @@ type GadgetMetrics struct {
 	P50Ms  float64 `json:"p50Ms"`
 	P90Ms  float64 `json:"p90Ms"`
 	P99Ms  float64 `json:"p99Ms"`
-	// Live is set while the gadget's instance is loaded (not evicted).
-	Live bool `json:"live"`
+	// Instances is how many instances of the gadget are loaded now: 1 while it is live, 0
+	// once evicted, briefly 2 while a new version's instance replaces the old one.
+	Instances int64 `json:"instances"`
+	// Started is how many instances were loaded since the server started: the first call's,
+	// and one after each eviction, trap or deploy.
+	Started uint64 `json:"started"`
 }
 
 // Metrics returns the call metrics of the workspace's gadgets (an agent sees those in its
@@ -122,7 +127,7 @@ func (w *Workspace) Metrics(ctx context.Context) (out WorkspaceMetrics, err erro
 			gm := GadgetMetrics{Name: g.Name}
 			if s := w.k.metrics.lookup(g.ID); s != nil {
 				lat := s.latency.Snapshot()
-				gm.Calls, gm.Errors, gm.Live = s.calls.Load(), s.errors.Load(), s.live.Load() > 0
+				gm.Calls, gm.Errors, gm.Instances, gm.Started = s.calls.Load(), s.errors.Load(), s.live.Load(), s.started.Load()
 				gm.P50Ms, gm.P90Ms, gm.P99Ms = millis(lat.Quantile(0.5)), millis(lat.Quantile(0.9)), millis(lat.Quantile(0.99))
 			}
 			out.Gadgets = append(out.Gadgets, gm)
@@ -150,7 +155,8 @@ func (k *Kernel) AuthorizeMetrics(ctx context.Context, token, remoteAddr string)
 }
 
 // WriteMetrics writes the kernel's metrics in the Prometheus text format: uptime, gadget
-// calls, errors and latency by workspace id and gadget name, and the live instances.
+// calls, errors, latency and instances started by workspace id and gadget name, and the live
+// instances.
 func (k *Kernel) WriteMetrics(t *metrics.TextWriter) {
 	type series struct {
 		ws    string
@@ -181,6 +187,10 @@ func (k *Kernel) WriteMetrics(t *metrics.TextWriter) {
 	t.Family("atelier_gadget_call_duration_seconds", metrics.Hist, "Latency of gadget calls, from arrival at the gadget to the released reply.")
 	for _, s := range all {
 		t.Histogram("atelier_gadget_call_duration_seconds", labels(s), s.stats.latency.Snapshot())
+	}
+	t.Family("atelier_gadget_instances_started_total", metrics.Counter, "Gadget instances loaded (first call, after an eviction, a trap or a deploy).")
+	for _, s := range all {
+		t.Sample("atelier_gadget_instances_started_total", labels(s), float64(s.stats.started.Load()))
 	}
 	var live int64
 	for _, s := range all {

@@ -93,10 +93,10 @@ func TestMetricsCountEveryCallPath(t *testing.T) {
 
 	got, uptime := gadgetMetrics(t, ws)
 	c, cl := got["counter"], got["caller"]
-	if c["calls"].(float64) < 7 || c["errors"] != float64(0) || c["live"] != true {
-		t.Fatalf("counter metrics: %v (want at least 3 clients + 1 Code Mode + 1 binding + 1 schedule + 1 get, no errors, live)", c)
+	if c["calls"].(float64) < 7 || c["errors"] != float64(0) || c["instances"] != float64(1) || c["started"] != float64(1) {
+		t.Fatalf("counter metrics: %v (want at least 3 clients + 1 Code Mode + 1 binding + 1 schedule + 1 get, no errors, one instance started and live)", c)
 	}
-	if cl["calls"] != float64(2) || cl["errors"] != float64(1) || cl["live"] != true {
+	if cl["calls"] != float64(2) || cl["errors"] != float64(1) || cl["instances"] != float64(1) {
 		t.Fatalf("caller metrics: %v, want 2 calls, 1 error, live", cl)
 	}
 	if p50, p99 := c["p50Ms"].(float64), c["p99Ms"].(float64); p50 <= 0 || p99 < p50 || c["p90Ms"].(float64) < p50 {
@@ -149,6 +149,7 @@ func TestMetricsCountEveryCallPath(t *testing.T) {
 		"# TYPE atelier_gadget_call_duration_seconds histogram\n",
 		`atelier_gadget_call_duration_seconds_count{workspace="` + wsID + `",gadget="caller"} 2` + "\n",
 		`atelier_gadget_call_duration_seconds_bucket{workspace="` + wsID + `",gadget="caller",le="+Inf"} 2` + "\n",
+		`atelier_gadget_instances_started_total{workspace="` + wsID + `",gadget="caller"} 1` + "\n",
 		"atelier_gadget_instances_live 2\n",
 		"# TYPE atelier_capnweb_sessions_open gauge\n",
 		"# TYPE atelier_uptime_seconds gauge\n",
@@ -173,8 +174,8 @@ func TestMetricsCountEveryCallPath(t *testing.T) {
 	}
 }
 
-// TestMetricsLiveFollowsEviction: live goes false when the instance is evicted; the counts
-// stay.
+// TestMetricsLiveFollowsEviction: the live instances drop to 0 when the instance is evicted;
+// the counts stay, and the next call starts a second instance.
 func TestMetricsLiveFollowsEviction(t *testing.T) {
 	s := startServer(t, filepath.Join(t.TempDir(), "a.db"), func(c *kernel.Config) {
 		c.GadgetIdle, c.WorkspaceIdle = 20*time.Millisecond, time.Hour
@@ -183,10 +184,14 @@ func TestMetricsLiveFollowsEviction(t *testing.T) {
 	await(t, app.Call(ctx, "increment", 1))
 	eventually(t, "the idle instance is evicted", func() bool {
 		m, _ := gadgetMetrics(t, ws)
-		return m["counter"]["live"] == false
+		return m["counter"]["instances"] == float64(0)
 	})
 	m, _ := gadgetMetrics(t, ws)
-	if m["counter"]["calls"] != float64(2) {
-		t.Fatalf("after eviction: %v, want the 2 calls kept", m["counter"])
+	if m["counter"]["calls"] != float64(2) || m["counter"]["started"] != float64(1) {
+		t.Fatalf("after eviction: %v, want the 2 calls and 1 start kept", m["counter"])
+	}
+	await(t, app.Call(ctx, "increment", 1))
+	if m, _ := gadgetMetrics(t, ws); m["counter"]["started"] != float64(2) {
+		t.Fatalf("after a call of the evicted gadget: %v, want a second instance started", m["counter"])
 	}
 }

@@ -45,7 +45,7 @@ func BenchmarkKernelIncrement(b *testing.B) {
 	code := guesttest.Bytes(b, "gadgets/counter-go")
 	pool := make(chan *Connection, callers)
 	for g := range gadgets {
-		gad, err := ws.CreateGadget(ctx, fmt.Sprint("c", g), code, []string{"atelier:host/kv", "atelier:host/log"})
+		gad, err := ws.CreateGadget(ctx, fmt.Sprint("c", g), code, []string{"atelier:host/kv", "atelier:host/log"}, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -123,12 +123,14 @@ func (w *Workspace) ListGadgets(ctx context.Context) ([]GadgetInfo, error) {
 // CreateGadget creates gadget name from code: a component (bytes), or a JS gadget's sources
 // (an object {filename: source}, or those files as a gzip'd tar). A component is refused
 // (INVALID_ARGUMENT, naming the import and the grant) when it imports more than the WASI
-// baseline plus grants; a JS gadget needs jsruntime.GadgetGrants and must load.
-func (w *Workspace) CreateGadget(ctx context.Context, name string, code any, grants []string) (*Gadget, error) {
+// baseline plus grants; a JS gadget needs jsruntime.GadgetGrants and must load. client, when
+// given, is the browser UI script of the first version (a JS gadget may bring it as its files'
+// client.js instead, not both), so that a component and its UI are one version.
+func (w *Workspace) CreateGadget(ctx context.Context, name string, code any, grants []string, client *string) (*Gadget, error) {
 	if err := validName("gadget", name); err != nil {
 		return nil, err
 	}
-	bin, client, err := w.k.normalizeCode(code)
+	bin, client, err := w.k.readUpload(code, client)
 	if err != nil {
 		return nil, wrapErr(err, "create gadget %s", name)
 	}

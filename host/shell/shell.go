@@ -2,17 +2,17 @@
 // /assets/. The assets are built from web/ into dist/ by `go run ./host/shell/build` (run by
 // scripts/setup.sh) and embedded in the binary; without them / answers 503 and says so.
 //
-// Every page carries a Content-Security-Policy with a fresh script nonce. The shell renders
-// gadget UIs in sandboxed srcdoc frames, which inherit this policy on top of their own, so the
-// frame's scripts carry the same nonce (see docs/gadget-ui.md).
+// The page runs only the bundle's script ('self'). Gadget UIs run in sandboxed frames showing
+// /assets/gadget-frame.html (frame.html), a document with its own, stricter policy: a network
+// document, it does not inherit the page's policy, and its scripts need nothing of the page's
+// (see docs/gadget-ui.md).
 package shell
 
 import (
-	"crypto/rand"
+	"crypto/sha256"
 	"embed"
 	"encoding/base64"
 	"fmt"
-	"html/template"
 	"io/fs"
 	"net/http"
 	"path"
@@ -28,7 +28,19 @@ var dist embed.FS
 //go:embed index.html
 var indexHTML string
 
-var page = template.Must(template.New("index").Parse(indexHTML))
+// pageCSP is the page's Content-Security-Policy.
+const pageCSP = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; " +
+	"img-src 'self' data:; font-src 'self' data:; connect-src 'self'; frame-src 'self'; " +
+	"worker-src 'none'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+// framePath is where the gadget frame's document is served.
+const framePath = "/assets/gadget-frame.html"
+
+//go:embed frame.html
+var frameHTML string
+
+// frameCSP is the gadget frame's pair of policies, both enforced (see framePolicies).
+var frameCSP = framePolicies(frameHTML)
 
 // notBuilt is the body of / when the bundle is missing.
 const notBuilt = `<!doctype html><meta charset="utf-8"><title>Atelier: shell not built</title>
@@ -76,6 +88,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.URL.Path == "/":
 		h.serveIndex(w)
+	case r.URL.Path == framePath:
+		serveFrame(w)
 	case strings.HasPrefix(r.URL.Path, "/assets/"):
 		h.serveAsset(w, r)
 	default:
@@ -83,13 +97,27 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// CSP returns the page's Content-Security-Policy for a script nonce. Gadget frames inherit it:
-// their scripts need the nonce, their inline styles 'unsafe-inline', their data: images
-// img-src data:.
-func CSP(nonce string) string {
-	return "default-src 'none'; script-src 'self' 'nonce-" + nonce + "'; style-src 'self' 'unsafe-inline'; " +
-		"img-src 'self' data:; font-src 'self' data:; connect-src 'self'; frame-src 'self'; " +
-		"worker-src 'none'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+// framePolicies returns the gadget frame's two policies for its document. The first is the
+// reference's (section 3.2), tightened: it lets scripts run only from frame.html's one inline
+// script, by its hash, and from the scripts that script (or a script it ran) inserts
+// ('strict-dynamic'); the second limits every script to that inline one and data: URLs, which
+// 'strict-dynamic' alone would not. Frames nested in the gadget frame (srcdoc ones, which
+// frame-src does not stop) inherit both, so nothing runs in them before that inline script.
+func framePolicies(doc string) [2]string {
+	_, rest, ok := strings.Cut(doc, "<script>")
+	script, _, ok2 := strings.Cut(rest, "</script>")
+	if !ok || !ok2 {
+		panic("shell: frame.html has no inline <script>") // cannot happen: frame.html is embedded
+	}
+	sum := sha256.Sum256([]byte(script))
+	hash := "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
+	return [2]string{
+		"sandbox allow-scripts; default-src 'none'; script-src " + hash + " 'strict-dynamic'; " +
+			"style-src data: 'unsafe-inline'; img-src data:; media-src data:; connect-src 'none'; " +
+			"frame-src 'none'; child-src 'none'; worker-src 'none'; manifest-src 'none'; " +
+			"object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'self'",
+		"script-src " + hash + " data:",
+	}
 }
 
 func (h *Handler) serveIndex(w http.ResponseWriter) {
@@ -102,12 +130,21 @@ func (h *Handler) serveIndex(w http.ResponseWriter) {
 		fmt.Fprint(w, notBuilt)
 		return
 	}
-	nonce := newNonce()
-	hdr.Set("Content-Security-Policy", CSP(nonce))
+	hdr.Set("Content-Security-Policy", pageCSP)
 	hdr.Set("Content-Type", "text/html; charset=utf-8")
-	if err := page.Execute(w, struct{ Nonce string }{nonce}); err != nil {
-		http.Error(w, "shell: render page: "+err.Error(), http.StatusInternalServerError)
+	fmt.Fprint(w, indexHTML)
+}
+
+// serveFrame serves the gadget frame's document: the shell puts it in an iframe with
+// sandbox="allow-scripts" and sends it the scripts to run (web/src/gadgetframe.js).
+func serveFrame(w http.ResponseWriter) {
+	hdr := w.Header()
+	hdr.Set("Cache-Control", "no-cache")
+	hdr.Set("Content-Type", "text/html; charset=utf-8")
+	for _, p := range frameCSP {
+		hdr.Add("Content-Security-Policy", p)
 	}
+	fmt.Fprint(w, frameHTML)
 }
 
 func (h *Handler) serveAsset(w http.ResponseWriter, r *http.Request) {
@@ -119,11 +156,4 @@ func (h *Handler) serveAsset(w http.ResponseWriter, r *http.Request) {
 	// The bundle's names do not carry a hash: ask the browser to revalidate.
 	w.Header().Set("Cache-Control", "no-cache")
 	http.ServeFileFS(w, r, h.assets, name)
-}
-
-// newNonce returns 144 random bits for one page's script nonce.
-func newNonce() string {
-	var b [18]byte
-	rand.Read(b[:]) // never fails (crypto/rand)
-	return base64.RawURLEncoding.EncodeToString(b[:])
 }

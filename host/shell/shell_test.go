@@ -1,10 +1,11 @@
 package shell
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"regexp"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -31,39 +32,56 @@ var built = fstest.MapFS{
 	"shell.css": {Data: []byte("body{}")},
 }
 
-var nonceRE = regexp.MustCompile(`'nonce-([A-Za-z0-9_-]+)'`)
+func TestPagePolicy(t *testing.T) {
+	r := get(t, New(built), http.MethodGet, "/")
+	if r.StatusCode != http.StatusOK {
+		t.Fatalf("GET / = %d, want 200", r.StatusCode)
+	}
+	csp := r.Header.Get("Content-Security-Policy")
+	for _, want := range []string{"default-src 'none'", "script-src 'self';", "object-src 'none'", "frame-ancestors 'none'", "base-uri 'none'"} {
+		if !strings.Contains(csp, want) {
+			t.Errorf("Content-Security-Policy %q lacks %q", csp, want)
+		}
+	}
+	if strings.Contains(csp, "unsafe-eval") || strings.Contains(csp, "nonce-") || strings.Contains(csp, "script-src 'self' 'unsafe-inline'") {
+		t.Errorf("Content-Security-Policy %q lets scripts run that the shell does not need", csp)
+	}
+	if page := body(t, r); !strings.Contains(page, `<script type="module" src="/assets/shell.js">`) {
+		t.Errorf("the page does not load the bundle:\n%s", page)
+	}
+	if got := r.Header.Get("X-Frame-Options"); got != "DENY" {
+		t.Errorf("X-Frame-Options = %q, want DENY", got)
+	}
+}
 
-func TestPageHasPolicyAndFreshNonce(t *testing.T) {
-	h := New(built)
-	seen := map[string]bool{}
-	for range 3 {
-		r := get(t, h, http.MethodGet, "/")
-		if r.StatusCode != http.StatusOK {
-			t.Fatalf("GET / = %d, want 200", r.StatusCode)
+// The gadget frame's document runs one inline script, allowed by its hash in both policies;
+// the first policy is the reference's (section 3.2) plus the sandbox, the second allows no
+// script URL but data:.
+func TestGadgetFrameDocument(t *testing.T) {
+	r := get(t, New(built), http.MethodGet, framePath)
+	if r.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s = %d, want 200", framePath, r.StatusCode)
+	}
+	doc := body(t, r)
+	if n := strings.Count(doc, "<script"); n != 1 {
+		t.Fatalf("the frame document has %d scripts, want 1:\n%s", n, doc)
+	}
+	_, rest, _ := strings.Cut(doc, "<script>")
+	script, _, _ := strings.Cut(rest, "</script>")
+	sum := sha256.Sum256([]byte(script))
+	hash := base64.StdEncoding.EncodeToString(sum[:])
+	policies := r.Header.Values("Content-Security-Policy")
+	if len(policies) != 2 {
+		t.Fatalf("the frame document has %d policies, want 2: %q", len(policies), policies)
+	}
+	for i, want := range []string{"script-src 'sha256-" + hash + "' 'strict-dynamic';", "script-src 'sha256-" + hash + "' data:"} {
+		if !strings.Contains(policies[i], want) || strings.Count(policies[i], "script-src") != 1 {
+			t.Errorf("frame policy %d %q does not allow exactly %q", i, policies[i], want)
 		}
-		csp := r.Header.Get("Content-Security-Policy")
-		m := nonceRE.FindStringSubmatch(csp)
-		if m == nil {
-			t.Fatalf("Content-Security-Policy %q has no script nonce", csp)
-		}
-		for _, want := range []string{"default-src 'none'", "object-src 'none'", "frame-ancestors 'none'", "base-uri 'none'"} {
-			if !strings.Contains(csp, want) {
-				t.Errorf("Content-Security-Policy %q lacks %q", csp, want)
-			}
-		}
-		if strings.Contains(csp, "unsafe-eval") || strings.Contains(csp, "script-src 'self' 'unsafe-inline'") {
-			t.Errorf("Content-Security-Policy %q lets scripts run that the shell does not need", csp)
-		}
-		page := body(t, r)
-		if !strings.Contains(page, `nonce="`+m[1]+`" src="/assets/shell.js"`) {
-			t.Errorf("the page's script does not carry the policy's nonce %s:\n%s", m[1], page)
-		}
-		if seen[m[1]] {
-			t.Errorf("nonce %s served twice", m[1])
-		}
-		seen[m[1]] = true
-		if got := r.Header.Get("X-Frame-Options"); got != "DENY" {
-			t.Errorf("X-Frame-Options = %q, want DENY", got)
+	}
+	for _, want := range []string{"sandbox allow-scripts;", "default-src 'none'", "connect-src 'none'", "frame-src 'none'", "worker-src 'none'", "form-action 'none'", "object-src 'none'", "base-uri 'none'", "frame-ancestors 'self'"} {
+		if !strings.Contains(policies[0], want) {
+			t.Errorf("frame policy %q lacks %q", policies[0], want)
 		}
 	}
 }

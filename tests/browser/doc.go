@@ -1,9 +1,12 @@
 // Package browser tests the browser shell (host/shell) in a real headless Chromium driven with
 // chromedp, against a real `atelier serve` on loopback: sign-up, workspaces and deploys through
-// the UI, a gadget UI updating live across tabs and surviving a reload, the gadget frame's
-// sandbox (every way out of the frame is tried and must be blocked), a `use` collaborator's view
-// and refusal, and screenshots of the main screens as test artifacts (tests/browser/artifacts or
-// $ATELIER_ARTIFACTS).
+// the UI, a gadget UI updating live across tabs and surviving a reload, UI-only changes and
+// rollback from the Versions panel, the gadget frame's sandbox (every way out of the frame that
+// docs/gadget-ui.md names is tried and must be refused, with no request reaching an outside
+// server), a `use` collaborator's view and refusal, gatekeeper bindings and
+// the approval queue, the metrics dashboard, login, reconnection, the cluster admin screen (a
+// one-node cluster), and screenshots of the main screens as test artifacts
+// (tests/browser/artifacts or $ATELIER_ARTIFACTS; each run replaces them).
 //
 // Chromium is Debian's `chromium` (scripts/setup.sh installs it), or $ATELIER_CHROMIUM. Without
 // it the tests skip, except under CI (CI set), where they fail.

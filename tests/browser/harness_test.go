@@ -7,7 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -60,8 +63,9 @@ type harness struct {
 	artifacts string          // where screenshots go
 }
 
-// newHarness builds and starts the server on a fresh data file and starts Chromium.
-func newHarness(t *testing.T) *harness {
+// newHarness builds and starts the server on a fresh data file (with serverArgs, more flags of
+// `atelier serve`) and starts Chromium.
+func newHarness(t *testing.T, serverArgs ...string) *harness {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("skipped under -short: builds bin/atelier and drives Chromium")
@@ -81,8 +85,9 @@ func newHarness(t *testing.T) *harness {
 	if err := os.MkdirAll(artifacts, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	clearArtifacts.Do(func() { removeScreenshots(t, artifacts) })
 	bin := serveproc.Binary(t, tmpDir)
-	srv := serveproc.Start(t, bin, filepath.Join(t.TempDir(), "atelier.db"), filepath.Join(tmpDir, "cache"))
+	srv := serveproc.Launch(t, bin, filepath.Join(t.TempDir(), "atelier.db"), filepath.Join(tmpDir, "cache"), serverArgs...).Wait(t)
 	base := "http://" + strings.TrimSuffix(strings.TrimPrefix(srv.URL, "ws://"), "/api")
 
 	// Chromium may still write to its profile while it exits, after the test's own TempDir
@@ -113,6 +118,28 @@ func newHarness(t *testing.T) *harness {
 		t.Fatalf("start %s: %v", exe, err)
 	}
 	return &harness{t: t, root: root, base: base, srv: srv, browser: browser, artifacts: artifacts}
+}
+
+// adminTokenLine finds the admin token `atelier serve` prints on its first run.
+var adminTokenLine = regexp.MustCompile(`admin token[^\n]*\n\s+(\S+)`)
+
+// adminTab opens a tab at origin (the server's base URL, or the same under another host name
+// for storage of its own) signed in as the admin, with the token the server printed on its
+// first run (a node of a cluster prints it after its listening line: it is waited for).
+func (h *harness) adminTab(origin string) context.Context {
+	h.t.Helper()
+	var token string
+	for deadline := time.Now().Add(stepTimeout); token == ""; time.Sleep(50 * time.Millisecond) {
+		if m := adminTokenLine.FindStringSubmatch(h.srv.Output()); m != nil {
+			token = m[1]
+		} else if time.Now().After(deadline) {
+			h.t.Fatalf("no admin token in the server's output:\n%s", h.srv.Output())
+		}
+	}
+	tab := h.tab()
+	h.run(tab, "sign in as the admin", chromedp.Navigate(origin+"/"), visible("#login"),
+		chromedp.Evaluate(`localStorage.setItem("atelier.token", `+strconv.Quote(token)+`)`, nil), chromedp.Reload(), visible("#user #logout"))
+	return tab
 }
 
 // tab opens a tab: in the browser's default context (sharing localStorage with the other tabs
@@ -195,18 +222,36 @@ func (h *harness) listen(ctx context.Context, who string) {
 	})
 }
 
-// shot saves a full-page screenshot of the tab as ARTIFACTS/name.png (best effort).
+// shot saves a full-page screenshot of the tab as ARTIFACTS/name.png; the test fails (and
+// goes on) when it cannot.
 func (h *harness) shot(ctx context.Context, name string) {
-	sctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	h.t.Helper()
+	sctx, cancel := context.WithTimeout(ctx, stepTimeout)
 	defer cancel()
 	var png []byte
 	if err := chromedp.Run(sctx, chromedp.FullScreenshot(&png, 100)); err != nil {
-		h.t.Logf("screenshot %s: %v", name, err)
+		h.t.Errorf("screenshot %s: %v", name, err)
 		return
 	}
-	path := filepath.Join(h.artifacts, name+".png")
-	if err := os.WriteFile(path, png, 0o644); err != nil {
-		h.t.Logf("screenshot %s: %v", name, err)
+	if err := os.WriteFile(filepath.Join(h.artifacts, name+".png"), png, 0o644); err != nil {
+		h.t.Errorf("screenshot %s: %v", name, err)
+	}
+}
+
+// clearArtifacts empties the screenshot folder once per run, so that it holds this run's only.
+var clearArtifacts sync.Once
+
+// removeScreenshots removes the .png files of dir (the folder may be the user's own, through
+// ATELIER_ARTIFACTS: nothing else in it is touched).
+func removeScreenshots(t *testing.T, dir string) {
+	old, err := filepath.Glob(filepath.Join(dir, "*.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range old {
+		if err := os.Remove(f); err != nil {
+			t.Fatalf("clear the screenshots of an earlier run: %v", err)
+		}
 	}
 }
 

@@ -1,11 +1,17 @@
 package browser
 
 import (
+	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"atelier/capnweb"
 )
 
 // codeSnippet is run in the Code Mode tab: it adds a note through the binding and counts.
@@ -17,8 +23,9 @@ const codeSnippet = `export default async function (env) {
 
 // TestScreens deploys the notes JS gadget (server files and client.js) through the shell, uses
 // its UI, runs a Code Mode snippet against it, watches the console panel receive the gadget's
-// lines, and opens the metrics, approvals, agents and gatekeepers screens, saving a screenshot
-// of each.
+// lines, sees a note written in one tab arrive live in another's notes UI, watches the metrics
+// dashboard chart calls made across several of its polls, and opens the agents screen, saving
+// a screenshot of each.
 func TestScreens(t *testing.T) {
 	h := newHarness(t)
 	dir := filepath.Join(h.root, "gadgets", "notes-js")
@@ -62,23 +69,88 @@ func TestScreens(t *testing.T) {
 	f = h.frame(a)
 	h.runFrame(f, "find both notes", f.visible(`#notes li[data-id="2"]`))
 
-	h.run(a, "open the metrics", chromedp.Navigate(wsPage+"/metrics"), visible(`#metrics-table tr[data-gadget="notes"]`), visible("#metrics-charts svg"))
-	var calls string
-	h.run(a, "read the notes gadget's calls", text(`#metrics-table tr[data-gadget="notes"] td:nth-child(2)`, &calls))
+	// Realtime: a note written in tab a appears in tab b's notes UI without a reload.
+	h.run(b, "open the notes UI in tab b", chromedp.Navigate(url), visible("iframe.gadget-frame"))
+	fb := h.frame(b)
+	h.runFrame(fb, "see the notes in tab b", fb.visible(`#notes li[data-id="2"]`))
+	h.runFrame(f, "write a third note in tab a", f.click("#new-note"), f.keys("#note-title", "Live"), f.click("#save-note"), f.visible(`#notes li[data-id="3"]`))
+	h.runFrame(fb, "see it arrive live in tab b", fb.visible(`#notes li[data-id="3"]`))
+
+	// The dashboard polls every 2 s; calls keep coming meanwhile, until the calls-per-second
+	// chart has drawn a rate above zero across several samples.
+	var token string
+	h.run(a, "read the session token", chromedp.Evaluate(`localStorage.getItem("atelier.token")`, &token))
+	stop := h.keepCalling(token, wsPage[strings.Index(wsPage, "#/w/")+len("#/w/"):], "notes", "list")
+	h.run(a, "open the metrics", chromedp.Navigate(wsPage+"/metrics"), visible(`#metrics-table tr[data-gadget="notes"]`),
+		chromedp.Poll(rateDrawn, nil, chromedp.WithPollingInterval(200*time.Millisecond), chromedp.WithPollingTimeout(stepTimeout)))
+	var calls, instances string
+	h.run(a, "read the notes gadget's calls", text(`#metrics-table tr[data-gadget="notes"] td:nth-child(2)`, &calls),
+		text(`#metrics-table tr[data-gadget="notes"] td.instances`, &instances))
 	if calls == "0" || calls == "" {
 		t.Errorf("the metrics table counts %q calls of notes, want some", calls)
 	}
+	if instances != "1" {
+		t.Errorf("the metrics table shows %q live instances of notes, want 1", instances)
+	}
 	h.shot(a, "11-metrics")
-	h.run(a, "open the approvals", chromedp.Navigate(wsPage+"/approvals"), visible("#actions"))
-	h.shot(a, "12-approvals")
+	stop()
 	h.run(a, "open the agents", chromedp.Navigate(h.base+"/#/agents"), visible("#create-agent"),
 		chromedp.SetValue(`#create-agent input[name="name"]`, "helper", chromedp.ByQuery), click(`#create-agent button[type="submit"]`), visible("#agent-token input"))
-	var token string
-	h.run(a, "read the agent's token", chromedp.Value("#agent-token input", &token, chromedp.ByQuery))
-	if !strings.HasPrefix(token, "atl_") {
-		t.Errorf("the new agent's token reads %q", token)
+	var agentToken string
+	h.run(a, "read the agent's token", chromedp.Value("#agent-token input", &agentToken, chromedp.ByQuery))
+	if !strings.HasPrefix(agentToken, "atl_") {
+		t.Errorf("the new agent's token reads %q", agentToken)
 	}
 	h.shot(a, "13-agents")
-	h.run(a, "open the gatekeepers", chromedp.Navigate(h.base+"/#/gatekeepers"), visible("main h1"))
-	h.shot(a, "14-gatekeepers")
+}
+
+// rateDrawn is true once the dashboard's calls-per-second chart has a line of three points or
+// more, one of them above zero (the chart's zero is at y = 120).
+const rateDrawn = `(() => {
+  const path = document.querySelector("#chart-rate svg path");
+  if (!path) return false;
+  const ys = [...path.getAttribute("d").matchAll(/[ML][-\d.]+,([-\d.]+)/g)].map((m) => Number(m[1]));
+  return ys.length >= 3 && ys.some((y) => y < 119.5);
+})()`
+
+// keepCalling calls method of gadget in workspace ws, as the holder of token, over a session of
+// its own, one call after the other until the returned stop is called (or the test ends); a
+// failed call fails the test.
+func (h *harness) keepCalling(token, ws, gadget, method string) (stop func()) {
+	h.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	sess, err := capnweb.DialWebSocket(ctx, h.srv.URL, capnweb.Options{})
+	if err != nil {
+		h.t.Fatalf("dial %s: %v", h.srv.URL, err)
+	}
+	app := sess.Main().Call(ctx, "authenticate", token).Call(ctx, "openWorkspace", ws).Call(ctx, "gadget", gadget).Call(ctx, "connect")
+	done := make(chan error, 1)
+	go func() {
+		for ctx.Err() == nil {
+			p := app.Call(ctx, method)
+			_, err := p.Await(ctx)
+			p.Dispose()
+			if err != nil && ctx.Err() == nil {
+				done <- fmt.Errorf("%s.%s: %w", gadget, method, err)
+				return
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		done <- nil
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				h.t.Errorf("keep calling: %v", err)
+			}
+			sess.Close()
+		})
+	}
+	h.t.Cleanup(stop) // when a step fails before the test stops it
+	return stop
 }

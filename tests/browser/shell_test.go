@@ -1,6 +1,10 @@
 package browser
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,8 +15,10 @@ import (
 )
 
 // TestTodoAcrossTabs signs up, creates a workspace and deploys the to-do component with its
-// UI through the shell, adds items in one tab and sees them appear live in a second tab (and a
-// toggle in the second reach the first), then reloads and finds them still there.
+// UI through the shell (one version holds both), adds items in one tab and sees them appear
+// live in a second tab (and a toggle in the second reach the first), then reloads and finds
+// them still there. Then it changes the UI alone, removes it, and rolls back to the first
+// version from the Versions panel, which says which version carries which UI.
 func TestTodoAcrossTabs(t *testing.T) {
 	h := newHarness(t)
 	wasm := guesttest.Path(t, "gadgets/todo-go")
@@ -28,6 +34,7 @@ func TestTodoAcrossTabs(t *testing.T) {
 	h.shot(a, "03-workspace-gadgets")
 	h.run(a, "open the todo gadget", click(`#gadgets tr[data-gadget="todo"] a`), visible("iframe.gadget-frame"))
 
+	h.wantVersions(a, "1 UI "+shortSHA(t, ui))
 	fa := h.frame(a)
 	h.runFrame(fa, "add an item in tab 1", fa.visible("#new-todo"), fa.keys("#new-todo", "buy milk\n"), fa.visible(`#todos li[data-id="1"]`))
 	var url string
@@ -51,5 +58,52 @@ func TestTodoAcrossTabs(t *testing.T) {
 		if !strings.Contains(items, want) {
 			t.Errorf("after a reload the list reads %q, want it to hold %q", items, want)
 		}
+	}
+
+	other := filepath.Join(t.TempDir(), "client.js")
+	if err := os.WriteFile(other, []byte(otherUI), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.run(b, "set another UI alone", upload(`#gadget-client input[type="file"]`, other), click("#set-client"), visible(`#versions tr.current[data-version="2"]`))
+	fb = h.frame(b)
+	var shown string
+	h.runFrame(fb, "see the other UI over the same state", fb.visible("#other-ui"), fb.text("#other-ui", &shown))
+	if shown != "2 items" {
+		t.Errorf("the other UI shows %q, want the 2 items", shown)
+	}
+	h.run(b, "remove the UI", click("#remove-client"), visible(`#versions tr.current[data-version="3"]`), visible("#gadget-ui p.muted"))
+	h.wantVersions(b, "3 no UI", "2 UI "+shortSHA(t, other), "1 UI "+shortSHA(t, ui))
+	h.shot(b, "16-versions")
+	h.run(b, "roll back to version 1", click(`#versions tr[data-version="1"] .rollback`), visible(`#versions tr.current[data-version="1"]`))
+	fb = h.frame(b)
+	h.runFrame(fb, "find the first UI with the items", fb.visible(`#todos li.done[data-id="1"]`), fb.visible(`#todos li[data-id="2"]`))
+}
+
+// otherUI is a second UI for the to-do gadget: it shows how many items there are.
+const otherUI = `const p = document.createElement("p");
+p.id = "other-ui";
+p.textContent = (await gadget.list()).length + " items";
+document.body.append(p);`
+
+// shortSHA is the first 12 hex digits of the SHA-256 of a file, as the Versions panel shows.
+func shortSHA(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])[:12]
+}
+
+// wantVersions checks the gadget page's Versions panel: each row as "NUMBER UI-CELL", newest
+// first.
+func (h *harness) wantVersions(tab context.Context, want ...string) {
+	h.t.Helper()
+	var rows []string
+	h.run(tab, "read the versions", visible("#versions"), chromedp.Evaluate(
+		`[...document.querySelectorAll("#versions tr[data-version]")].map((r) => r.dataset.version + " " + r.querySelector(".ui-cell").textContent)`, &rows))
+	if strings.Join(rows, "|") != strings.Join(want, "|") {
+		h.t.Errorf("the Versions panel reads %q, want %q", rows, want)
 	}
 }

@@ -74,7 +74,7 @@ export function form(props, fields, label, fn) {
     const values = Object.fromEntries(new FormData(f));
     button.disabled = true;
     try {
-      await attempt(() => fn(values, f));
+      await attempt(() => fn(values));
     } finally {
       button.disabled = false;
     }
@@ -88,13 +88,8 @@ export function field(label, props) {
 }
 
 /** A labelled select of [value, text] options. */
-export function select(label, name, options, props = {}) {
-  return h(
-    "label",
-    null,
-    h("span", null, label),
-    h("select", { name, ...props }, options.map(([v, t]) => h("option", { value: v }, t))),
-  );
+export function select(label, name, options) {
+  return h("label", null, h("span", null, label), h("select", { name }, options.map(([v, t]) => h("option", { value: v }, t))));
 }
 
 /** A time (ms since the epoch, RFC 3339 text or Date) as local text. */

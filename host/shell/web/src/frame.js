@@ -1,7 +1,8 @@
-// The prelude of every gadget frame: runs before the gadget's client.js in the sandboxed,
-// opaque-origin iframe. It hands the shell one end of a MessageChannel and makes the other end a
-// Cap'n Web session whose main stub is the global `gadget` (the gadget's exported methods and
-// subscribe(cb)); `RpcTarget` is global too, for callback objects. See docs/gadget-ui.md.
+// The prelude of every gadget frame: the frame document's own script (host/shell/frame.html)
+// runs it, then the gadget's client.js, in the sandboxed, opaque-origin iframe. It hands the
+// shell one end of a MessageChannel and makes the other end a Cap'n Web session whose main stub
+// is the global `gadget` (the gadget's exported methods and subscribe(cb)); `RpcTarget` is
+// global too, for callback objects. See docs/gadget-ui.md.
 import { newMessagePortRpcSession, RpcTarget } from "capnweb";
 
 const HANDSHAKE = "atelier:gadget-handshake";
@@ -12,12 +13,6 @@ const gadget = newMessagePortRpcSession(channel.port1);
 
 Object.defineProperty(globalThis, "gadget", { value: gadget, enumerable: true });
 Object.defineProperty(globalThis, "RpcTarget", { value: RpcTarget, enumerable: true });
-
-// Popups are not allowed by the sandbox anyway; say so instead of returning null silently.
-window.open = () => {
-  console.error("window.open is disabled in gadget UIs");
-  return null;
-};
 
 function show(text) {
   const pre = document.createElement("pre");

@@ -8,6 +8,7 @@ import { renderWorkspaces } from "./views/workspaces.js";
 import { renderWorkspace } from "./views/workspace.js";
 import { renderAgents } from "./views/agents.js";
 import { renderGatekeepers } from "./views/gatekeepers.js";
+import { renderCluster } from "./views/cluster.js";
 
 const conn = new Connection(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/api`);
 const STATE_TEXT = { [State.CONNECTING]: "connecting…", [State.ONLINE]: "connected", [State.OFFLINE]: "offline, reconnecting…" };
@@ -33,7 +34,7 @@ function runCleanups(fns) {
   }
 }
 
-/** Parses the hash into a route. */
+/** Parses the hash into a route; a malformed escape in it throws (URIError). */
 function parseRoute() {
   const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
   switch (parts[0]) {
@@ -45,6 +46,8 @@ function parseRoute() {
       return { view: "agents" };
     case "gatekeepers":
       return { view: "gatekeepers" };
+    case "cluster":
+      return { view: "cluster" };
     default:
       return { view: "workspaces" };
   }
@@ -75,9 +78,9 @@ async function render() {
     renderAuth(el, ctx);
     return;
   }
-  const route = parseRoute();
-  mainEl.dataset.view = route.view;
   try {
+    const route = parseRoute();
+    mainEl.dataset.view = route.view;
     switch (route.view) {
       case "workspace":
         await renderWorkspace(el, ctx, route);
@@ -93,10 +96,14 @@ async function render() {
       case "gatekeepers":
         await renderGatekeepers(el, ctx);
         break;
+      case "cluster":
+        await renderCluster(el, ctx);
+        break;
       default:
         await renderWorkspaces(el, ctx);
     }
   } catch (err) {
+    mainEl.dataset.view = "error";
     replace(el, h("div", { class: "card error", id: "view-error" }, h("h2", null, "Could not show this page"), h("p", null, errorText(err)), h("a", { href: "#/" }, "Back to your workspaces")));
   }
 }
@@ -108,7 +115,14 @@ function renderHeader() {
   const u = conn.user;
   replace(
     navEl,
-    u ? [h("a", { href: "#/" }, "Workspaces"), u.kind === "user" ? h("a", { href: "#/agents" }, "Agents") : null, h("a", { href: "#/gatekeepers" }, "Gatekeepers")] : null,
+    u
+      ? [
+          h("a", { href: "#/" }, "Workspaces"),
+          u.kind === "user" ? h("a", { href: "#/agents" }, "Agents") : null,
+          h("a", { href: "#/gatekeepers" }, "Gatekeepers"),
+          conn.admin && conn.serverInfo && conn.serverInfo.cluster ? h("a", { href: "#/cluster", id: "nav-cluster" }, "Cluster") : null,
+        ]
+      : null,
   );
   replace(
     userEl,

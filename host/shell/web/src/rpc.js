@@ -31,6 +31,11 @@ export class Connection extends EventTarget {
     this.timer = 0;
   }
 
+  /** Whether the signed-in principal is the server's admin (the user "admin", not an agent). */
+  get admin() {
+    return !!this.user && this.user.kind === "user" && this.user.username === "admin";
+  }
+
   get token() {
     return localStorage.getItem(TOKEN_KEY);
   }

@@ -7,7 +7,8 @@ export const GRANTS = ["atelier:host/kv", "atelier:host/log", "atelier:host/even
 
 /**
  * Reads the picked files. Returns {code, kind: "component"|"js", client}: client is the
- * source of a client.js picked next to a component (set with setClient), else null.
+ * source of a client.js picked next to a component (sent with it, so that one version holds
+ * both), else null (a JS gadget's client.js is one of its files).
  */
 export async function readGadgetFiles(files) {
   files = [...files];

@@ -1,9 +1,36 @@
-// Bindings: gadget -> gadget (bind/unbind) and gadget -> gatekeeper account.
+// Bindings: gadget -> gadget and gadget -> gatekeeper account, each listed with Unbind, and
+// the forms that bind.
 import { h, replace, form, select, field, attempt, toast } from "../dom.js";
+
+/** The gatekeeper bindings as a table with an Unbind button each. */
+function gatekeeperTable(ctx, bindings) {
+  const { ws } = ctx;
+  if (bindings.length === 0) return h("p", { class: "muted" }, "No gadget reaches a gatekeeper account.");
+  return h("table", { class: "list", id: "gatekeeper-bindings" },
+    h("thead", null, h("tr", null, ["Gadget", "Name", "Gatekeeper", "Account", ""].map((t) => h("th", null, t)))),
+    h("tbody", null,
+      bindings.map((b) =>
+        h("tr", { dataset: { gadget: b.gadget, name: b.name } },
+          h("td", null, b.gadget),
+          h("td", { class: "mono" }, b.name),
+          h("td", null, b.missing ? h("span", { class: "muted" }, "account disconnected") : b.gatekeeper),
+          h("td", null, b.missing ? h("span", { class: "mono muted" }, b.account) : [`${b.owner}'s `, h("span", { class: "mono" }, b.resource)]),
+          h("td", null,
+            h("button", {
+              class: "small unbind",
+              text: "Unbind",
+              onclick: () =>
+                attempt(async () => {
+                  await ws.unbindGatekeeper(b.gadget, b.name);
+                  toast(`unbound ${b.gadget}.${b.name}`);
+                  ctx.refresh();
+                }),
+            }))))));
+}
 
 export async function renderBindings(el, ctx) {
   const { ws, api } = ctx;
-  const [gadgets, accounts] = await Promise.all([ws.listGadgets(), api.listAccounts().catch(() => [])]);
+  const [gadgets, gkBindings, accounts] = await Promise.all([ws.listGadgets(), ws.listGatekeeperBindings(), api.listAccounts().catch(() => [])]);
   const names = gadgets.map((g) => [g.name, g.name]);
   const rows = gadgets.flatMap((g) =>
     Object.entries(g.bindings || {}).map(([name, target]) =>
@@ -32,11 +59,14 @@ export async function renderBindings(el, ctx) {
   );
   replace(
     el,
+    h("h3", null, "Gadget to gadget"),
     rows.length === 0
-      ? h("p", { class: "muted" }, "No bindings yet.")
+      ? h("p", { class: "muted" }, "No gadget reaches another gadget.")
       : h("table", { class: "list", id: "bindings" },
           h("thead", null, h("tr", null, h("th", null, "Gadget"), h("th", null, "Name"), h("th", null, "Target"), h("th", null, ""))),
           h("tbody", null, rows)),
+    h("h3", null, "Gadget to gatekeeper account"),
+    gatekeeperTable(ctx, gkBindings),
     h(
       "div",
       { class: "columns" },

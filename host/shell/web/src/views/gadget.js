@@ -1,8 +1,8 @@
-// One gadget: its UI (client.js in a sandboxed frame), a method console, versions and rollback,
-// deploy of a new version, inspect, rename and delete.
+// One gadget: its UI (client.js in a sandboxed frame), a method console, versions (which carry
+// a UI) and rollback, deploy of a new version, a UI-only change, inspect, rename and delete.
 import { h, replace, attempt, toast, errorText, json, when } from "../dom.js";
 import { mountGadgetFrame } from "../gadgetframe.js";
-import { deployForm, setClientIfAny } from "./gadgets.js";
+import { deployForm } from "./gadgets.js";
 
 export async function renderGadget(el, ctx) {
   const { ws, role, wsId, name, conn } = ctx;
@@ -45,7 +45,7 @@ export async function renderGadget(el, ctx) {
     ),
     uiBox,
     h("div", { class: "columns" }, await callPanel(ctx, gadget), versionsPanel(ctx, gadget, info, build)),
-    build ? deployPanel(ctx, gadget, info) : null,
+    build ? h("div", { class: "columns" }, deployPanel(ctx, gadget, info), uiPanel(ctx, gadget, info)) : null,
     build ? manageSection(ctx, gadget) : null,
   );
 }
@@ -100,10 +100,11 @@ function versionsPanel(ctx, gadget, info, build) {
           .map((v) =>
             h(
               "tr",
-              { class: v.number === info.current ? "current" : "" },
+              { class: v.number === info.current ? "current" : "", dataset: { version: v.number } },
               h("td", null, `v${v.number}`),
               h("td", { class: "mono" }, v.sha256.slice(0, 12)),
               h("td", null, `${Math.ceil(v.size / 1024)} KiB`),
+              h("td", { class: "ui-cell", title: v.client ? `client.js sha256 ${v.client}` : "" }, v.client ? `UI ${v.client.slice(0, 12)}` : h("span", { class: "muted" }, "no UI")),
               h("td", null, when(v.created)),
               h(
                 "td",
@@ -141,12 +142,55 @@ function deployPanel(ctx, gadget, info) {
       label: "Deploy new version",
       grants: info.grants,
       onCode: async ({ code, grants, client }) => {
-        const next = await gadget.deploy(code, grants);
-        await setClientIfAny(gadget, client);
+        // A component's client.js goes with it (one version holds both); without one the new
+        // version keeps the current UI.
+        const next = await gadget.deploy(code, grants, client);
         toast(`${ctx.name} is at v${next.current}`);
         ctx.refresh();
       },
     }),
+  );
+}
+
+/** Sets or removes the UI script alone: a new version with the same code. */
+function uiPanel(ctx, gadget, info) {
+  const file = h("input", { type: "file", name: "client", accept: ".js" });
+  const current = info.versions.find((v) => v.number === info.current);
+  const done = (next, what) => {
+    toast(`${ctx.name} is at v${next.current}: ${what}`);
+    ctx.refresh();
+  };
+  return h(
+    "section",
+    { id: "gadget-client" },
+    h("h3", null, "Browser UI"),
+    h(
+      "div",
+      { class: "card" },
+      h("p", { class: "hint" }, "Change the UI alone: a new version with the same code, so that a rollback brings the earlier UI back."),
+      h("label", null, h("span", null, "client.js"), file),
+      h(
+        "div",
+        { class: "buttons" },
+        h("button", {
+          id: "set-client",
+          text: "Set UI",
+          onclick: () =>
+            attempt(async () => {
+              if (!file.files[0]) throw new Error("pick the UI script (client.js)");
+              done(await gadget.setClient(await file.files[0].text()), "new UI");
+            }),
+        }),
+        current && current.client
+          ? h("button", {
+              id: "remove-client",
+              class: "danger",
+              text: "Remove UI",
+              onclick: () => attempt(async () => done(await gadget.setClient(""), "no UI")),
+            })
+          : null,
+      ),
+    ),
   );
 }
 

@@ -6,7 +6,7 @@ import { GRANTS, defaultGrants, readGadgetFiles } from "../upload.js";
  * Checkboxes for the grants; returns [element, () => picked grants, kind => reset]. reset
  * picks a kind's defaults only while the person has not ticked a box: their choice wins.
  */
-export function grantPicker(initial) {
+function grantPicker(initial) {
   let touched = false;
   const boxes = GRANTS.map((g) => {
     const box = h("input", { type: "checkbox", value: g, checked: initial.includes(g) });
@@ -65,11 +65,6 @@ export function deployForm({ id, withName, label, grants, onCode }) {
   return f;
 }
 
-/** Sets a component's UI after a deploy, when a client.js came with it. */
-export async function setClientIfAny(gadget, client) {
-  if (client !== null) await gadget.setClient(client);
-}
-
 export async function renderGadgets(el, ctx) {
   const { ws, role, wsId } = ctx;
   const table = h("div", { id: "gadgets" });
@@ -123,9 +118,8 @@ export async function renderGadgets(el, ctx) {
             withName: true,
             label: "Deploy",
             onCode: async ({ name, code, grants, client }) => {
-              const gadget = ws.createGadget(name, code, grants);
-              await gadget.info();
-              await setClientIfAny(gadget, client);
+              // A component's client.js goes with it: one version holds both.
+              await ws.createGadget(name, code, grants, client).info();
               toast(`deployed ${name}`);
             },
           }),

@@ -3,7 +3,7 @@ import { h, replace, form, field, attempt, toast, when } from "../dom.js";
 
 export async function renderGatekeepers(el, ctx) {
   const { api, conn } = ctx;
-  const admin = conn.user.username === "admin" && conn.user.kind === "user";
+  const admin = conn.admin;
   const [gks, accounts] = await Promise.all([api.listGatekeepers(), api.listAccounts().catch(() => [])]);
   const credFields = h("div");
   const gkSelect = h("select", { name: "gatekeeper" }, gks.map((g) => h("option", { value: g.id }, `${g.name} ${g.version}`)));
@@ -13,7 +13,7 @@ export async function renderGatekeepers(el, ctx) {
   };
   gkSelect.addEventListener("change", showCreds);
   showCreds();
-  const install = h("input", { type: "file", accept: ".tar,.gatekeeper" });
+  const install = h("input", { type: "file", id: "install-gatekeeper", accept: ".gkp,.tar" });
   replace(
     el,
     h("h1", null, "Gatekeepers"),
@@ -37,8 +37,8 @@ export async function renderGatekeepers(el, ctx) {
       ? h("section", { class: "card" },
           h("h3", null, "Install a gatekeeper package"),
           install,
-          h("button", { text: "Install", onclick: () => attempt(async () => {
-            if (!install.files[0]) throw new Error("pick a package (.tar)");
+          h("button", { id: "install", text: "Install", onclick: () => attempt(async () => {
+            if (!install.files[0]) throw new Error("pick a package (NAME.gkp, as atelier build writes it)");
             const info = await api.installGatekeeper(new Uint8Array(await install.files[0].arrayBuffer()));
             toast(`installed ${info.name}`);
             ctx.refresh();

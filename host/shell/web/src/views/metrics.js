@@ -1,4 +1,4 @@
-// The metrics dashboard: call rate, latency and live instances per gadget, from
+// The metrics dashboard: call rate, latency and loaded instances per gadget, from
 // Workspace.metrics() polled every few seconds, drawn as SVG line charts.
 import { h, replace, errorText } from "../dom.js";
 import { COLORS, lineChart } from "../charts.js";
@@ -33,26 +33,29 @@ export async function renderMetrics(el, ctx) {
       name,
       points: samples.flatMap((s) => (s.byName.has(name) ? [[s.t, s.byName.get(name).p90Ms]] : [])),
     }));
-    const live = [{ name: "live", points: samples.map((s) => [s.t, [...s.byName.values()].filter((g) => g.live).length]) }];
+    const instances = names.map((name) => ({
+      name,
+      points: samples.flatMap((s) => (s.byName.has(name) ? [[s.t, s.byName.get(name).instances]] : [])),
+    }));
     const legend = h("ul", { class: "legend" }, names.map((n, i) => h("li", null, h("span", { class: "swatch", style: `background:${COLORS[i % COLORS.length]}` }), n)));
     replace(
       charts,
-      h("figure", null, h("figcaption", null, "Calls per second"), lineChart({ title: "calls per second", series: rate, t0, t1, unit: "/s" })),
-      h("figure", null, h("figcaption", null, "Latency p90"), lineChart({ title: "latency p90", series: p90, t0, t1, unit: "ms" })),
-      h("figure", null, h("figcaption", null, "Live instances"), lineChart({ title: "live instances", series: live, t0, t1, unit: "" })),
+      h("figure", { id: "chart-rate" }, h("figcaption", null, "Calls per second"), lineChart({ title: "calls per second", series: rate, t0, t1, unit: "/s" })),
+      h("figure", { id: "chart-latency" }, h("figcaption", null, "Latency p90"), lineChart({ title: "latency p90", series: p90, t0, t1, unit: "ms" })),
+      h("figure", { id: "chart-instances" }, h("figcaption", null, "Live instances"), lineChart({ title: "live instances", series: instances, t0, t1, unit: "" })),
       legend,
     );
     replace(
       table,
       h("table", { class: "list" },
-        h("thead", null, h("tr", null, ["Gadget", "Calls", "Errors", "p50", "p90", "p99", "Live"].map((t) => h("th", null, t)))),
+        h("thead", null, h("tr", null, ["Gadget", "Calls", "Errors", "p50", "p90", "p99", "Instances live", "Instances started"].map((t) => h("th", null, t)))),
         h("tbody", null,
           names.map((n) => {
             const g = last.byName.get(n);
             return h("tr", { dataset: { gadget: n } },
               h("td", null, n), h("td", null, g.calls), h("td", null, g.errors),
               h("td", null, ms(g.p50Ms)), h("td", null, ms(g.p90Ms)), h("td", null, ms(g.p99Ms)),
-              h("td", null, g.live ? "yes" : "no"));
+              h("td", { class: "instances" }, g.instances), h("td", null, g.started));
           }))),
     );
   };
