@@ -19,6 +19,7 @@ apt_packages=(
   gcc               # cgo: Wasmtime's C API is linked statically into bin/atelier
   chromium          # tests/browser drives the browser shell in headless Chromium
   fonts-liberation  # so that the browser tests' screenshots have text
+  jq                # docs/gatekeepers.md packs a gatekeeper by hand with it (tests/docs runs that)
 )
 missing=()
 for p in "${apt_packages[@]}"; do

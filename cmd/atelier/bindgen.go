@@ -30,9 +30,15 @@ that package's only world.
               interfaces to implement for the exports, and the canonical ABI between them. It
               uses atelier/sdk/go/cabi, or the copy --cabi names (projects made by atelier new
               have one in internal/cabi). The package name defaults to the world's name.
-  --lang ts   writes NAME.d.ts: TypeScript declarations of what the world exports, as a JS
-              gadget implements it and as describe_binding shows it (--package names the
-              declared binding, default: the world's name).
+  --lang ts   writes TypeScript declarations (--package names the declared binding, default:
+              the world's name):
+                NAME.d.ts         what callers see of the world's exports in the JSON mapping
+                                  of bindings and Code Mode, as describe_binding shows it;
+                NAME.client.d.ts  the same over Cap'n Web (connect()): resource handles are
+                                  stubs with methods;
+                imports.d.ts      the modules a JS or TS component of the world imports, as
+                                  componentize-qjs presents them, documented from the WIT
+                                  (the TS templates ship it as atelier.d.ts).
 
 Example:
   atelier bindgen --lang go --world counter --out gadgets/counter-gen/bindings gadgets/counter-gen/wit wit/gadget wit/host`,
@@ -84,5 +90,9 @@ func bindgen(lang, world, name, cabi string, paths []string) ([]gogen.File, erro
 	if name == "" {
 		name = tsdecl.Name(w.Name)
 	}
-	return []gogen.File{{Name: name + ".d.ts", Src: []byte(tsgen.Declare(w, name, tsdecl.JSON))}}, nil
+	return []gogen.File{
+		{Name: name + ".d.ts", Src: []byte(tsgen.Declare(w, name, tsdecl.JSON))},
+		{Name: name + ".client.d.ts", Src: []byte(tsgen.Declare(w, name, tsdecl.CapnWeb))},
+		{Name: "imports.d.ts", Src: []byte(tsgen.Modules(w))},
+	}, nil
 }

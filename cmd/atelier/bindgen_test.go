@@ -43,14 +43,28 @@ func TestBindgenGo(t *testing.T) {
 func TestBindgenTS(t *testing.T) {
 	out := t.TempDir()
 	wit := filepath.Join("..", "..", "sdk", "wit", "gogen", "testdata", "small", "small.wit")
-	ok(t, "bindgen", "--lang", "ts", "--out", out, wit)
-	src, err := os.ReadFile(filepath.Join(out, "small.d.ts"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"declare const small", `"api.greet"(g: Greeting, style: Style): Promise<Reply>`, "run(): Promise<void>"} {
-		if !strings.Contains(string(src), want) {
-			t.Errorf("small.d.ts lacks %q:\n%s", want, src)
+	printed := ok(t, "bindgen", "--lang", "ts", "--out", out, wit)
+	for name, wants := range map[string][]string{
+		"small.d.ts":        {"declare const small", `"api.greet"(g: Greeting, style: Style): Promise<Reply>`, "run(): Promise<void>"},
+		"small.client.d.ts": {"declare const small: {\n  api: {", "    greet(g: Greeting, style: Style): Promise<Reply>;"},
+		"imports.d.ts": {
+			"declare module \"example:small/store@1.0.0\" {",
+			"  export class Blob {\n    /** Makes a blob holding data. */\n    constructor(data: Uint8Array | number[]);",
+			"    static merge(a: Blob, b: Blob): Blob;",
+			"// Not declared: the world imports the functions log outside an interface",
+		},
+	} {
+		if !strings.Contains(printed, filepath.Join(out, name)) {
+			t.Errorf("output does not list %s: %q", name, printed)
+		}
+		src, err := os.ReadFile(filepath.Join(out, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range wants {
+			if !strings.Contains(string(src), want) {
+				t.Errorf("%s lacks %q:\n%s", name, want, src)
+			}
 		}
 	}
 }

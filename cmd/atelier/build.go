@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,8 +13,10 @@ import (
 
 	"atelier/host/capability/outboundhttp"
 	"atelier/host/gatekeeper"
+	"atelier/host/gatekeeper/extism"
 	"atelier/host/runtime"
 	"atelier/sdk/templates/builder"
+	"atelier/sdk/templates/builder/jssandbox"
 )
 
 func buildCommand() command {
@@ -30,8 +31,10 @@ package 'atelier gatekeeper install' takes) for a gatekeeper.
 Go projects are compiled with GOOS=wasip1, JS and TS ones bundled with esbuild (TypeScript
 types are stripped), C ones compiled with clang for wasm32-wasi; then turned into a component
 with the pinned npm tools (jco, componentize-qjs), which the first build installs into the
-cache folder (about 340 MB). C builds install clang, lld, wasi-libc and
-libclang-rt-14-dev-wasm32 with apt when they are missing.
+cache folder (about 340 MB). On Debian, missing tools are installed with apt (sudo when
+not root): Node.js and npm, and for C clang, lld, wasi-libc and libclang-rt-14-dev-wasm32.
+A Go gatekeeper whose atelier.json says "format": "extism" is built into an Extism plugin
+(the Go build's core module; no npm tools) and packed with its sha256 in the manifest.
 
 Before it writes anything, build checks the component: every function of the world must be
 exported by the code, every import must be among the "grants" of atelier.json (gadgets), and a
@@ -68,15 +71,16 @@ func buildProject(ctx context.Context, dir, out, cacheDir string) error {
 		}
 		cacheDir = d
 	}
-	res, err := builder.Build(ctx, dir, builder.Options{CacheDir: cacheDir, Log: std.err})
+	artifacts := filepath.Join(cacheDir, "artifacts")
+	res, err := builder.Build(ctx, dir, builder.Options{CacheDir: cacheDir, Log: std.err,
+		RunJS: func(ctx context.Context, module string) (any, error) { return jssandbox.Run(ctx, artifacts, module) }})
 	if err != nil {
 		return err
 	}
 	cfg := res.Config
-	artifacts := filepath.Join(cacheDir, "artifacts")
 	data, ext := res.Component, ".wasm"
 	if cfg.Kind == "gatekeeper" {
-		if data, err = packGatekeeper(ctx, dir, res.Component, artifacts); err != nil {
+		if data, err = packGatekeeper(ctx, dir, cfg.Format, res.Component, artifacts); err != nil {
 			return err
 		}
 		ext = ".gkp"
@@ -131,6 +135,14 @@ func checkGadget(ctx context.Context, dir string, res *builder.Result, cacheDir 
 	return errors.New(strings.Join(msgs, "\n"))
 }
 
+// buildFormat is the package format of atelier.json's format ("" is a component).
+func buildFormat(format string) string {
+	if format == "" {
+		return gatekeeper.FormatComponent
+	}
+	return format
+}
+
 // unjoin returns the errors an errors.Join holds, or err alone.
 func unjoin(err error) []error {
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
@@ -147,7 +159,7 @@ func findImport(dir, iface string) string {
 	mentions := func(line string) bool {
 		return strings.Contains(line, iface+"@") || strings.Contains(line, iface+"'") || strings.Contains(line, iface+`"`)
 	}
-	if at := findLine(dir, mentions); at != "" {
+	if at := builder.FindLine(dir, false, mentions); at != "" {
 		return at
 	}
 	// The Go functions that call the interface: those of a vendored internal/host file that
@@ -178,7 +190,7 @@ func findImport(dir, iface string) string {
 	if len(calls) == 0 {
 		return ""
 	}
-	return findLine(dir, func(line string) bool {
+	return builder.FindLine(dir, false, func(line string) bool {
 		for _, c := range calls {
 			if strings.Contains(line, c) {
 				return true
@@ -195,47 +207,11 @@ var exportedFunc = regexp.MustCompile(`(?m)^func ([A-Z]\w*)\(`)
 // imported WIT function: the Go name and the interface (without its version).
 var importWrapper = regexp.MustCompile("(?m)^// (\\w+) calls the imported function `[^`]+` of ([^@\\s]+)@")
 
-// findLine returns "file:line" of the first line of the project's own sources (not wit/,
-// internal/, the generated bindings/ or build/) for which match is true, or "".
-func findLine(dir string, match func(string) bool) string {
-	found := ""
-	filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-		if err != nil || found != "" {
-			return filepath.SkipAll
-		}
-		rel, _ := filepath.Rel(dir, path)
-		if d.IsDir() {
-			if rel == "wit" || rel == "internal" || rel == builder.BindingsDir || rel == "build" || d.Name() == "node_modules" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		switch filepath.Ext(path) {
-		case ".go", ".js", ".ts", ".c", ".h":
-		default:
-			return nil
-		}
-		f, err := os.Open(path)
-		if err != nil {
-			return nil
-		}
-		defer f.Close()
-		sc := bufio.NewScanner(f)
-		for n := 1; sc.Scan(); n++ {
-			if match(sc.Text()) {
-				found = fmt.Sprintf("%s:%d", path, n)
-				return filepath.SkipAll
-			}
-		}
-		return nil
-	})
-	return found
-}
-
-// packGatekeeper packs the component with the project's manifest.json and checks the package
-// as `atelier gatekeeper install` will: the manifest, the imports against the gatekeeper
-// world, the connector exports and the resource kinds the gatekeeper reports.
-func packGatekeeper(ctx context.Context, dir string, wasm []byte, cacheDir string) ([]byte, error) {
+// packGatekeeper packs the component (or Extism plugin: format is atelier.json's) with the
+// project's manifest.json, setting its component.sha256, and checks the package as `atelier
+// gatekeeper install` will: the manifest, the imports against the gatekeeper world, the
+// connector exports and the resource kinds the gatekeeper reports.
+func packGatekeeper(ctx context.Context, dir, format string, wasm []byte, cacheDir string) ([]byte, error) {
 	b, err := os.ReadFile(filepath.Join(dir, gatekeeper.ManifestFile))
 	if err != nil {
 		return nil, fmt.Errorf("a gatekeeper project needs its %s: %w", gatekeeper.ManifestFile, err)
@@ -243,6 +219,10 @@ func packGatekeeper(ctx context.Context, dir string, wasm []byte, cacheDir strin
 	var m gatekeeper.Manifest
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, gatekeeper.ManifestFile), err)
+	}
+	if got, want := m.PackageFormat(), buildFormat(format); got != want {
+		return nil, fmt.Errorf("%s says format %s but %s says %s: make them agree (\"format\": %q in both for an Extism plugin, in neither for a component)",
+			filepath.Join(dir, gatekeeper.ManifestFile), got, builder.ConfigFile, want, gatekeeper.FormatExtism)
 	}
 	archive, err := gatekeeper.Pack(m, wasm)
 	if err != nil {
@@ -252,19 +232,41 @@ func packGatekeeper(ctx context.Context, dir string, wasm []byte, cacheDir strin
 	if err != nil {
 		return nil, err
 	}
+	if err := tryInstall(ctx, pkg, cacheDir); err != nil {
+		return nil, fmt.Errorf("the package would be refused: %w", err)
+	}
+	return archive, nil
+}
+
+// tryInstall installs pkg as the server would, with the installer of its format, and
+// uninstalls it.
+func tryInstall(ctx context.Context, pkg *gatekeeper.Package, cacheDir string) error {
+	if pkg.Manifest.PackageFormat() == gatekeeper.FormatExtism {
+		eng, err := extism.New(extism.Options{})
+		if err != nil {
+			return err
+		}
+		defer eng.Close()
+		gk, err := eng.Install(ctx, pkg)
+		if err != nil {
+			return err
+		}
+		gk.Close()
+		return nil
+	}
 	ifaces, err := gatekeeper.Interfaces(outboundhttp.Options{})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	rt, err := runtime.New(runtime.Config{CacheDir: cacheDir, Interfaces: ifaces})
 	if err != nil {
-		return nil, fmt.Errorf("start gatekeeper runtime: %w", err)
+		return fmt.Errorf("start gatekeeper runtime: %w", err)
 	}
 	defer rt.Close()
 	gk, err := gatekeeper.Install(ctx, rt, pkg)
 	if err != nil {
-		return nil, fmt.Errorf("the package would be refused: %w", err)
+		return err
 	}
 	gk.Close()
-	return archive, nil
+	return nil
 }

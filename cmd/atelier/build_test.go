@@ -20,6 +20,11 @@ func TestNewUsage(t *testing.T) {
 		}
 	}
 	fails(t, 1, []string{"new", "gadget", "--lang", "js", "--dir", filepath.Join(dir, "c"), "counter"}, "not empty")
+	fails(t, 1, []string{"new", "gatekeeper", "--lang", "js", "--format", "extism", "x"}, "format extism is for gatekeepers in Go")
+	out = ok(t, "new", "gatekeeper", "--lang", "go", "--format", "extism", "--dir", filepath.Join(dir, "x"), "board")
+	if !strings.Contains(out, "Created gatekeeper board (Go, an Extism plugin)") || !strings.Contains(out, "atelier gatekeeper install build/board.gkp") {
+		t.Errorf("atelier new --format extism printed %q", out)
+	}
 }
 
 // newProject makes a project with atelier new and applies edits to its files.
@@ -64,6 +69,18 @@ func TestBuildChecks(t *testing.T) {
 		return strings.Replace(s, `{Kind: "board", Title: "Board"`, `{Kind: "wall", Title: "Board"`, 1)
 	}})
 	fails(t, 1, []string{"build", dir}, "the package would be refused", "board", "wall")
+	// An Extism project whose manifest does not say so: the package would not open.
+	dir = filepath.Join(t.TempDir(), "board")
+	ok(t, "new", "gatekeeper", "--lang", "go", "--format", "extism", "--dir", dir, "board")
+	manifest := filepath.Join(dir, "manifest.json")
+	m, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(manifest, []byte(strings.Replace(string(m), `"format": "extism",`, "", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fails(t, 1, []string{"build", dir}, "manifest.json says format component but atelier.json says extism")
 	// The template builds, and a second build comes from the cache.
 	dir = newProject(t, "gadget", "ts", nil)
 	out := ok(t, "build", dir)

@@ -13,22 +13,30 @@ import (
 func newCommand() command {
 	return command{
 		name:    "new",
-		usage:   "gadget|gatekeeper --lang go|js|ts|c [--dir DIR] NAME",
+		usage:   "gadget|gatekeeper --lang go|js|ts|c [--format component|extism] [--dir DIR] NAME",
 		summary: "make a gadget or gatekeeper project from a template",
 		details: `Writes a working project into ./NAME (or --dir): a small counter gadget, or a tiny
 gatekeeper, with its WIT world (wit/), the atelier WIT packages it builds against (wit/deps/),
 a README with the build, deploy and call commands, and atelier.json, which 'atelier build'
 reads. Gadgets: go, js, ts, c. Gatekeepers: ` + strings.Join(templates.Langs("gatekeeper"), ", ") + `.
 
-A Go project is its own module: the canonical ABI helpers and atelier:host bindings it uses
-are copied into its internal/ folder.
+A Go project is its own module. A Go gadget's bindings are generated from its world by
+'atelier build' into bindings/; the canonical ABI helpers they use are copied into
+internal/cabi. A Go gatekeeper gets hand-written bindings of the gatekeeper world and of
+atelier:host in internal/.
+
+A gatekeeper is a component unless --format extism (Go only): then it is an Extism plugin (a
+core module with JSON plugin functions; the Extism ABI is copied into internal/extism), and
+manifest.json says "format": "extism". Its code is the same as the component's.
 
 Examples:
   atelier new gadget --lang ts counter && cd counter && atelier build
-  atelier new gatekeeper --lang go notes`,
+  atelier new gatekeeper --lang go notes
+  atelier new gatekeeper --lang go --format extism notes`,
 		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
 			lang := fs.String("lang", "", "the project's language: go, js, ts or c")
 			dir := fs.String("dir", "", "the folder to create (default: ./NAME)")
+			format := fs.String("format", "", "a gatekeeper's package format: component (default) or extism (Go only)")
 			return func(ctx context.Context, args []string) error {
 				if len(args) != 2 {
 					return usageError{"want a kind (gadget or gatekeeper) and a name"}
@@ -36,7 +44,7 @@ Examples:
 				if *lang == "" {
 					return usageError{"--lang is required: " + strings.Join(templates.Langs(args[0]), ", ")}
 				}
-				p := templates.Project{Kind: args[0], Lang: *lang, Name: args[1]}
+				p := templates.Project{Kind: args[0], Lang: *lang, Name: args[1], Format: *format}
 				target := *dir
 				if target == "" {
 					target = p.Name
@@ -46,7 +54,11 @@ Examples:
 					return err
 				}
 				out := stdio(ctx).out
-				fmt.Fprintf(out, "Created %s %s (%s) in %s:\n", p.Kind, p.Name, p.LangName(), target)
+				what := p.LangName()
+				if p.Extism() {
+					what += ", an Extism plugin"
+				}
+				fmt.Fprintf(out, "Created %s %s (%s) in %s:\n", p.Kind, p.Name, what, target)
 				for _, f := range written {
 					if !strings.HasPrefix(f, "wit/deps/") && !strings.HasPrefix(f, "internal/") {
 						fmt.Fprintf(out, "  %s\n", filepath.Join(target, f))

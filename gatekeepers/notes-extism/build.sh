@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the notes gatekeeper as an Extism plugin: a core module for GOOS=wasip1 in reactor
-# (c-shared) mode, with the Extism ABI imported by hand (abi.go).
+# (c-shared) mode, with the Extism ABI of atelier/sdk/go/extism.
 #
 #   gatekeepers/notes-extism/build.sh OUT.wasm
 set -euo pipefail

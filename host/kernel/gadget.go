@@ -64,9 +64,11 @@ func (g *Gadget) Versions(ctx context.Context) (vs []store.Version, err error) {
 }
 
 // Deploy makes code (as for Workspace.CreateGadget: a component or a JS gadget's sources) the
-// new current version, keeping the state; grants stay unchanged when omitted.
-func (g *Gadget) Deploy(ctx context.Context, code any, grants []string) (info GadgetInfo, err error) {
-	bin, client, err := g.w.k.normalizeCode(code)
+// new current version, keeping the state; grants stay unchanged when omitted. client, when
+// given, is the new version's UI script ("" for none; see Workspace.CreateGadget); without it
+// the version keeps the current UI.
+func (g *Gadget) Deploy(ctx context.Context, code any, grants []string, client *string) (info GadgetInfo, err error) {
+	bin, client, err := g.w.k.readUpload(code, client)
 	if err != nil {
 		return info, wrapErr(err, "deploy %s", g.name)
 	}
@@ -246,7 +248,7 @@ func exportNames(items []wit.Item) (map[string]exportFunc, map[string]*resourceT
 	types := map[string]*resourceType{}
 	add := func(scope, prefix, call string, f wit.Item) {
 		fn := exportFunc{name: call, ft: f.Func, scope: scope, res: funcHasResource(f.Func)}
-		kind, res, name := splitResourceFunc(f.Name)
+		kind, res, name := wit.SplitResourceFunc(f.Name)
 		switch kind {
 		case "[constructor]":
 			out[prefix+tsdecl.Name(res)+".new"] = fn

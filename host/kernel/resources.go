@@ -37,18 +37,6 @@ type resourceType struct {
 // the exported interface scope.
 func resourceKey(scope, name string) string { return scope + "#" + name }
 
-// splitResourceFunc splits "[constructor]R", "[method]R.m" and "[static]R.m" into the kind
-// ("[method]"), R and m; other names have no kind.
-func splitResourceFunc(name string) (kind, res, fn string) {
-	for _, k := range []string{"[constructor]", "[method]", "[static]"} {
-		if rest, ok := strings.CutPrefix(name, k); ok {
-			res, fn, _ = strings.Cut(rest, ".")
-			return k, res, fn
-		}
-	}
-	return "", "", ""
-}
-
 // hasResource reports whether values of type t can hold a resource.
 func hasResource(t *wit.Type) bool {
 	if t == nil {

@@ -2,6 +2,7 @@ package templates
 
 import (
 	"bytes"
+	"go/format"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -80,6 +81,51 @@ func TestCreate(t *testing.T) {
 	}
 }
 
+// TestCreateExtism writes the Go gatekeeper as an Extism plugin: the Extism packages vendored
+// instead of the component ones, main.go importing them, and "format": "extism" in both the
+// manifest and atelier.json.
+func TestCreateExtism(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "my-thing")
+	files, err := Create(dir, Project{Kind: "gatekeeper", Lang: "go", Name: "my-thing", Format: FormatExtism})
+	if err != nil {
+		t.Fatal(err)
+	}
+	has := map[string]bool{}
+	for _, f := range files {
+		has[f] = true
+		if strings.HasPrefix(f, "internal/") && !strings.HasPrefix(f, "internal/extism/") {
+			t.Errorf("%s is vendored into an Extism project", f)
+		}
+	}
+	for _, want := range []string{"internal/extism/abi.go", "internal/extism/gatekeeper/connector.go", "internal/extism/host/host.go", "main.go", "go.mod"} {
+		if !has[want] {
+			t.Errorf("no %s among %v", want, files)
+		}
+	}
+	read := func(name string) string {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	main := read("main.go")
+	if !strings.Contains(main, `"my-thing/internal/extism/gatekeeper"`) || strings.Contains(main, `"my-thing/internal/gatekeeper"`) {
+		t.Errorf("main.go does not import the Extism packages:\n%s", main)
+	}
+	if src, err := format.Source([]byte(main)); err != nil || string(src) != main {
+		t.Errorf("main.go is not gofmt-clean (%v)", err)
+	}
+	if vendored := read("internal/extism/gatekeeper/connector.go"); !strings.Contains(vendored, `"my-thing/internal/extism"`) {
+		t.Errorf("the vendored gatekeeper package does not import the project's extism package")
+	}
+	for _, f := range []string{"manifest.json", "atelier.json"} {
+		if !strings.Contains(read(f), `"format": "extism"`) {
+			t.Errorf("%s does not say \"format\": \"extism\"", f)
+		}
+	}
+}
+
 func TestCreateRefuses(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct {
@@ -92,6 +138,9 @@ func TestCreateRefuses(t *testing.T) {
 		{Project{Kind: "gadget", Lang: "go", Name: "My_Counter"}, "bad name"},
 		{Project{Kind: "gadget", Lang: "go", Name: "../escape"}, "bad name"},
 		{Project{Kind: "gadget", Lang: "go", Name: "a--b"}, "bad name"},
+		{Project{Kind: "gadget", Lang: "go", Name: "x", Format: FormatExtism}, "for gatekeepers in Go"},
+		{Project{Kind: "gatekeeper", Lang: "js", Name: "x", Format: FormatExtism}, "for gatekeepers in Go"},
+		{Project{Kind: "gatekeeper", Lang: "go", Name: "x", Format: "wasm"}, "unknown format"},
 	} {
 		if _, err := Create(filepath.Join(dir, "p"), tc.p); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Create(%+v) = %v, want an error with %q", tc.p, err, tc.want)

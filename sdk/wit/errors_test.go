@@ -11,7 +11,7 @@ import (
 	"atelier/sdk/wit"
 )
 
-var update = flag.Bool("update", false, "rewrite the testdata/errors/*.golden files")
+var update = flag.Bool("update", false, "rewrite the testdata/errors/*.golden files and testdata/jco/*.wit (TestJcoWit)")
 
 // TestErrorGolden loads each broken file of testdata/errors and compares the errors with the
 // file's .golden twin. Run `go test ./sdk/wit -run ErrorGolden -update` after a deliberate change.

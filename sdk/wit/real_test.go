@@ -1,13 +1,17 @@
 package wit_test
 
 import (
+	"bytes"
 	"io/fs"
+	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"atelier/sdk/guesttest"
 	"atelier/sdk/wit"
 )
 
@@ -164,31 +168,164 @@ func TestToolchainWIT(t *testing.T) {
 	t.Logf("toolchain: %d files resolved", total)
 }
 
+// jcoGuests are the guests whose `jco wit` output testdata/jco holds, by file name: Go and JS
+// gadgets, a gatekeeper, a test guest, and slides-go, which exports an interface with a
+// resource.
+var jcoGuests = map[string]string{
+	"counter-go": "gadgets/counter-go",
+	"todo-go":    "gadgets/todo-go",
+	"todo-js":    "gadgets/todo-js",
+	"slides-go":  "gadgets/slides-go",
+	"notes-go":   "gatekeepers/notes-go",
+	"host-api":   "tests/runtime/guests/host-api",
+}
+
+// loadJco resolves the WIT `jco wit` printed for guest (file is its path, for messages)
+// against the project's packages, WASI 0.2.12 and the guest's own package (`jco wit` prints
+// the component's world only: the interfaces it names come from their packages), and returns
+// the component's world.
+func loadJco(t *testing.T, nm, file string, src []byte, guest string) *wit.World {
+	t.Helper()
+	deps := append(repoPaths(projectPackages...), subdirs(t, filepath.Join(nm, "jco", "lib", "wit", "builtin", "0.2.12"))...)
+	dir := t.TempDir()
+	path := filepath.Join(dir, filepath.Base(file))
+	if err := os.WriteFile(path, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, roots, err := wit.Load(append([]string{path}, append(deps, repoPaths(guest+"/wit")...)...)...)
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	roundTrip(t, file, res)
+	w, err := res.SelectWorld(roots[0], "")
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	if len(w.AllExports) == 0 {
+		t.Errorf("%s: world %s exports nothing", file, w.ID())
+	}
+	return w
+}
+
 // TestJcoOutput resolves the WIT that `jco wit` printed for components built in this
-// repository (testdata/jco), against the project's packages and WASI 0.2.12.
+// repository (testdata/jco; TestJcoWit checks that it is current).
 func TestJcoOutput(t *testing.T) {
 	nm := nodeModules(t)
-	deps := append(repoPaths(projectPackages...), subdirs(t, filepath.Join(nm, "jco", "lib", "wit", "builtin", "0.2.12"))...)
 	files, err := filepath.Glob(filepath.Join("testdata", "jco", "*.wit"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no testdata/jco files (%v)", err)
+	if err != nil || len(files) != len(jcoGuests) {
+		t.Fatalf("testdata/jco holds %d files, want one per guest of jcoGuests (%v)", len(files), err)
 	}
 	for _, f := range files {
-		res, roots, err := wit.Load(append([]string{f}, deps...)...)
-		if err != nil {
-			t.Errorf("%v", err)
+		guest := jcoGuests[strings.TrimSuffix(filepath.Base(f), ".wit")]
+		if guest == "" {
+			t.Errorf("%s: no guest in jcoGuests", f)
 			continue
 		}
-		roundTrip(t, f, res)
-		w, err := res.SelectWorld(roots[0], "")
+		src, err := os.ReadFile(f)
 		if err != nil {
-			t.Errorf("%s: %v", f, err)
-			continue
+			t.Fatal(err)
 		}
-		if len(w.AllExports) == 0 {
-			t.Errorf("%s: world %s exports nothing", f, w.ID())
+		loadJco(t, nm, f, src, guest)
+	}
+}
+
+// TestJcoWit builds each guest of jcoGuests (guesttest: sdk/build-gadget.sh, cached), prints
+// its WIT with `jco wit`, checks that testdata/jco holds that output (-update rewrites it),
+// resolves it and compares the component's world with the guest's source world: every
+// export is there with the same signature, and every import is one of the source's or WASI.
+func TestJcoWit(t *testing.T) {
+	nm := nodeModules(t)
+	jco := filepath.Join(nm, "..", ".bin", "jco")
+	for _, name := range slices.Sorted(maps.Keys(jcoGuests)) {
+		guest := jcoGuests[name]
+		t.Run(name, func(t *testing.T) {
+			out, err := exec.Command(jco, "wit", guesttest.Path(t, guest)).Output()
+			if err != nil {
+				t.Fatalf("jco wit %s: %v", guest, err)
+			}
+			saved := filepath.Join("testdata", "jco", name+".wit")
+			if *update {
+				if err := os.WriteFile(saved, out, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			} else if old, err := os.ReadFile(saved); err != nil || !bytes.Equal(old, out) {
+				t.Errorf("%s is not what jco wit prints for %s now (go test ./sdk/wit -run TestJcoWit -update):\n%s", saved, guest, firstDiff(string(old), string(out)))
+			}
+			got := loadJco(t, nm, saved, out, guest)
+			src, err := wit.LoadWorld("", append(repoPaths(guest+"/wit"), repoPaths(projectPackages...)...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			compareWorlds(t, got, src)
+		})
+	}
+}
+
+// compareWorlds checks that got, the world of a component, exports what src, the world it was
+// built from, exports (functions by signature, interfaces by identity), and imports nothing
+// but src's imports and WASI.
+func compareWorlds(t *testing.T, got, src *wit.World) {
+	t.Helper()
+	items := func(list []*wit.WorldItem) map[string]*wit.WorldItem {
+		m := map[string]*wit.WorldItem{}
+		for _, it := range list {
+			m[it.Key()] = it
+		}
+		return m
+	}
+	exports, imports := items(got.AllExports), items(src.AllImports)
+	for _, want := range src.AllExports {
+		have := exports[want.Key()]
+		switch {
+		case have == nil:
+			t.Errorf("the component does not export %s", want.Key())
+		case want.Kind == wit.ItemFunc && (have.Kind != wit.ItemFunc || funcSig(have.Func) != funcSig(want.Func)):
+			t.Errorf("export %s: component has %s, source %s", want.Key(), funcSig(have.Func), funcSig(want.Func))
+		case want.Kind == wit.ItemInterface && (have.Interface == nil || have.Interface.ID() != want.Interface.ID()):
+			t.Errorf("export %s: the component's is not interface %s", want.Key(), want.Interface.ID())
+		case want.Kind == wit.ItemInterface && !slices.Equal(resources(have.Interface), resources(want.Interface)):
+			t.Errorf("export %s: resources %v, source %v", want.Key(), resources(have.Interface), resources(want.Interface))
 		}
 	}
+	for _, it := range got.AllImports {
+		if imports[it.Key()] == nil && !strings.HasPrefix(it.Key(), "wasi:") {
+			t.Errorf("the component imports %s, which its source world does not", it.Key())
+		}
+	}
+	t.Logf("%s: %d exports, %d imports", src.ID(), len(got.AllExports), len(got.AllImports))
+}
+
+// resources lists the resources of an interface with their functions ("deck: name(...) ...").
+func resources(i *wit.Interface) []string {
+	var out []string
+	for _, d := range i.Types {
+		if d = d.Underlying(); d.Kind != wit.DefResource {
+			continue
+		}
+		r := d.Name + ":"
+		for _, f := range append(append([]*wit.Func{d.Constructor}, d.Methods...), d.Statics...) {
+			if f != nil {
+				r += " " + f.CoreName() + "(" + funcSig(f) + ")"
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// funcSig renders f's parameters and result.
+func funcSig(f *wit.Func) string {
+	if f == nil {
+		return "(not a function)"
+	}
+	var b strings.Builder
+	for _, p := range f.Params {
+		b.WriteString(p.Name + ": " + p.Type.String() + ", ")
+	}
+	if f.Result != nil {
+		b.WriteString("-> " + f.Result.String())
+	}
+	return b.String()
 }
 
 // BenchmarkLoadWASI measures loading and resolving WASI 0.2.12 (7 packages).

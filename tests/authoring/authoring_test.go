@@ -20,11 +20,14 @@ var tmpDir string
 
 func TestMain(m *testing.M) { serveproc.Main(m, "authoring", &tmpDir) }
 
+// coldTools reports whether ATELIER_AUTHORING_COLD=1 asks for builds from empty tool caches.
+func coldTools() bool { return os.Getenv("ATELIER_AUTHORING_COLD") == "1" }
+
 // toolCache returns the cache folder `atelier build` installs its tools into. By default it is
 // the user's (warm after the first run); with ATELIER_AUTHORING_COLD=1 it is an empty folder,
 // and npm's own cache too, so that the first build of each language is a cold one.
 func toolCache(t *testing.T) (dir string, env []string) {
-	if os.Getenv("ATELIER_AUTHORING_COLD") == "1" {
+	if coldTools() {
 		cold := filepath.Join(tmpDir, "cold")
 		return filepath.Join(cold, "atelier"), []string{"npm_config_cache=" + filepath.Join(cold, "npm")}
 	}
@@ -149,12 +152,17 @@ func server(t *testing.T) (cli, string) {
 }
 
 // TestGadgetTemplates makes a gadget from each language's template outside the repository,
-// builds it, deploys it to a real server and calls it, twice: the first round may install the
-// build tools (cold), the second reuses them (warm). It logs the time from `atelier new` to
-// the first answered call and the component's size.
+// builds it, deploys it to a real server and calls it, in two rounds. The build tools are the
+// user's (installed by an earlier run, so both rounds are warm) unless ATELIER_AUTHORING_COLD=1
+// starts the first round from empty caches (cold: it installs them). It logs the time from
+// `atelier new` to the first answered call and the component's size.
 func TestGadgetTemplates(t *testing.T) {
 	c, _ := server(t)
-	for _, round := range []string{"first", "second"} {
+	rounds := []string{"warm1", "warm2"}
+	if coldTools() {
+		rounds = []string{"cold", "warm"}
+	}
+	for _, round := range rounds {
 		for _, lang := range templates.Langs("gadget") {
 			t.Run(round+"/"+lang, func(t *testing.T) {
 				work := t.TempDir()

@@ -9,26 +9,28 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"atelier/host/capability/outboundhttp"
 	"atelier/host/gatekeeper"
+	"atelier/host/gatekeeper/extism"
 	"atelier/host/runtime"
-	"atelier/sdk/templates"
 	"atelier/tests/serveproc"
 )
 
 // exampleOrigin is the service the gatekeeper templates are written for.
 const exampleOrigin = "https://api.example.com"
 
-// TestGatekeeperTemplateEgress makes a gatekeeper from each language's template, points it at
+// TestGatekeeperTemplateEgress makes a gatekeeper from each template, points it at
 // a loopback service (the edit its README asks for: the origin in manifest.json and in the
 // code), builds it and runs the package in-process on a runtime that allows that one address
 // (`atelier serve` dials public addresses only). status() goes out through the host, which
 // adds the user's token (the service answers 401 without it); its answer comes back as JSON
-// and is recorded as an observation. The session API also round-trips escaped and non-ASCII
+// and is recorded as an observation; a refused request's error (a response body over the
+// host's limit) reaches the caller with its kind. The session API also round-trips escaped and non-ASCII
 // text (invoke's JSON arguments, the action's payload, the kv state) and refuses an unknown
 // method and malformed arguments with an error.
 func TestGatekeeperTemplateEgress(t *testing.T) {
@@ -43,6 +45,10 @@ func TestGatekeeperTemplateEgress(t *testing.T) {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
+		if board == "huge" { // over the host's 4 MiB limit on response bodies
+			io.WriteString(w, `{"board":"huge","notes":"`+strings.Repeat("x", 5<<20)+`"}`)
+			return
+		}
 		io.WriteString(w, `{"board":"`+board+`","open":true,"notes":3}`)
 	}))
 	defer svc.Close()
@@ -58,13 +64,24 @@ func TestGatekeeperTemplateEgress(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rt.Close()
+	eng, err := extism.New(extism.Options{Egress: outboundhttp.Options{AllowAddrs: []string{svc.Listener.Addr().String()}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	install := func(ctx context.Context, pkg *gatekeeper.Package) (*gatekeeper.Gatekeeper, error) {
+		if pkg.Manifest.PackageFormat() == gatekeeper.FormatExtism {
+			return eng.Install(ctx, pkg)
+		}
+		return gatekeeper.Install(ctx, rt, pkg)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	for _, lang := range templates.Langs("gatekeeper") {
-		t.Run(lang, func(t *testing.T) {
+	for _, tmpl := range gatekeeperTemplates() {
+		t.Run(tmpl.name, func(t *testing.T) {
 			work := t.TempDir()
-			name := lang + "-egress"
-			bin.run(work, "new", "gatekeeper", "--lang", lang, name)
+			name := tmpl.name + "-egress"
+			bin.run(work, append(append([]string{"new", "gatekeeper"}, tmpl.args...), name)...)
 			pointAt(t, filepath.Join(work, name), svc.URL)
 			bin.run(work, "build", name)
 			archive, err := os.ReadFile(filepath.Join(work, name, "build", name+".gkp"))
@@ -75,7 +92,7 @@ func TestGatekeeperTemplateEgress(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			gk, err := gatekeeper.Install(ctx, rt, pkg)
+			gk, err := install(ctx, pkg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -118,6 +135,19 @@ func TestGatekeeperTemplateEgress(t *testing.T) {
 			if out := call(t, s, "pinned", "[]"); !reflect.DeepEqual(out, []any{text}) {
 				t.Fatalf("pinned = %q, want [%q]", out, text)
 			}
+			huge, err := gk.Start(ctx, gatekeeper.Account{Name: name + "-huge", Resource: svc.URL + "/boards/huge",
+				Credentials: map[string]string{"token": "s3cret"}, Queue: queue})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer huge.Close()
+			hs, err := huge.OpenSession(ctx, "test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out, err := hs.Call(ctx, "status", "[]"); err == nil || !tooLarge.MatchString(err.Error()) {
+				t.Fatalf("status of a board whose answer is over the limit = %q, %v; want the host's too-large error", out, err)
+			}
 			if _, err := s.Call(ctx, "unpin", `["x"]`); err == nil || !strings.Contains(err.Error(), "unknown method") {
 				t.Fatalf("unpin = %v, want an unknown method error", err)
 			}
@@ -127,6 +157,10 @@ func TestGatekeeperTemplateEgress(t *testing.T) {
 		})
 	}
 }
+
+// tooLarge is the host's too-large error as a template reports it (the WIT variant's case, or
+// the SDK's rendering of it), with the host's reason.
+var tooLarge = regexp.MustCompile(`too[- ]large: .*response body exceeds`)
 
 // pointAt replaces the example service's origin with origin in the project's manifest and
 // code, as its README says to do for a real service.

@@ -22,21 +22,37 @@ const snippet = `export default async function (env) {
   return [await env.board.hello("ada"), await env.board.pin("milk"), await env.board.pinned()];
 }`
 
-// TestGatekeeperTemplates makes a gatekeeper from each language's template outside the
-// repository, builds its package, installs it on a real server as the admin, connects an
-// account on a board and calls it from Code Mode: the read answers, the pin waits for approval
-// and, once approved, is in the gatekeeper's state.
+// gatekeeperTemplate is one template of `atelier new gatekeeper`: a language, and the flags
+// that select it.
+type gatekeeperTemplate struct {
+	name string
+	args []string
+}
+
+// gatekeeperTemplates are the component template of each language and the Go Extism one.
+func gatekeeperTemplates() []gatekeeperTemplate {
+	var out []gatekeeperTemplate
+	for _, lang := range templates.Langs("gatekeeper") {
+		out = append(out, gatekeeperTemplate{lang, []string{"--lang", lang}})
+	}
+	return append(out, gatekeeperTemplate{"go-extism", []string{"--lang", "go", "--format", templates.FormatExtism}})
+}
+
+// TestGatekeeperTemplates makes a gatekeeper from each template (each language's component
+// and the Go Extism plugin) outside the repository, builds its package, installs it on a real
+// server as the admin, connects an account on a board and calls it from Code Mode: the read
+// answers, the pin waits for approval and, once approved, is in the gatekeeper's state.
 func TestGatekeeperTemplates(t *testing.T) {
 	c, admin := server(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	api := dialUser(t, ctx, c)
-	for _, lang := range templates.Langs("gatekeeper") {
-		t.Run(lang, func(t *testing.T) {
+	for _, tmpl := range gatekeeperTemplates() {
+		t.Run(tmpl.name, func(t *testing.T) {
 			work := t.TempDir()
-			name := lang + "-board"
+			name := tmpl.name + "-board"
 			start := time.Now()
-			c.run(work, "new", "gatekeeper", "--lang", lang, name)
+			c.run(work, append(append([]string{"new", "gatekeeper"}, tmpl.args...), name)...)
 			c.run(work, "build", name)
 			pkg := filepath.Join(work, name, "build", name+".gkp")
 			asAdmin := cli{t: t, bin: c.bin, env: append(append([]string{}, c.env...), "ATELIER_TOKEN="+admin)}
@@ -55,7 +71,7 @@ func TestGatekeeperTemplates(t *testing.T) {
 				t.Fatalf("gatekeeper list has no %s: %v", name, list)
 			}
 			acct := await(t, api.Call(ctx, "connectAccount", id, "https://api.example.com/boards/main", map[string]any{"token": "s3cret"})).(map[string]any)["id"]
-			ws := api.Call(ctx, "createWorkspace", "gk-"+lang)
+			ws := api.Call(ctx, "createWorkspace", "gk-"+tmpl.name)
 			res := await(t, ws.Call(ctx, "executeCode", snippet, map[string]any{"gatekeepers": map[string]any{"board": acct}})).(map[string]any)
 			elapsed := time.Since(start)
 			value, ok := res["value"].([]any)
@@ -78,7 +94,7 @@ func TestGatekeeperTemplates(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("FIGURE gatekeeper %s: new -> first answered call %s; package %d bytes", lang, elapsed.Round(10*time.Millisecond), st.Size())
+			t.Logf("FIGURE gatekeeper %s: new -> first answered call %s; package %d bytes", tmpl.name, elapsed.Round(10*time.Millisecond), st.Size())
 		})
 	}
 }

@@ -1,20 +1,21 @@
-// Package docs_test checks the code blocks of the project's documentation: every fenced block
-// in a language the test knows is compiled by that language's own front end (WIT by sdk/wit
-// with the project's packages as dependencies, Go by go/parser, JavaScript and TypeScript by
-// esbuild, JSON by encoding/json, shell by `bash -n`), so a renamed API or a typo in an example
-// fails the build. Blocks whose info string has no known language (output, text) are skipped.
+// Package docs_test runs the code blocks of the project's documentation. Each fenced block
+// gets a plan (plan.go's rules, in plan_test.go): shell blocks and Cap'n Web client blocks run in
+// order, document by document, against a real `atelier serve` (run_test.go); files a tutorial
+// has the reader write are written and then built by the document's own commands; Go is
+// compiled (go vet) in a scratch module; WIT is loaded with the project's packages; manifests
+// are parsed by the gatekeeper's parser; output excerpts are compared with what the commands
+// printed; the CSP with the shell's. A block that cannot run in a test carries a
+// `<!-- docs-test: not run: REASON -->` comment on the line before it, and a block that is
+// neither handled nor marked fails TestCodeBlocks.
 package docs_test
 
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"fmt"
-	"go/parser"
-	"go/token"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -30,9 +31,14 @@ type block struct {
 	line int // of the opening fence
 	lang string
 	src  string
+	mark string // the text of a `<!-- docs-test: ... -->` comment on the line before the fence
 }
 
 func (b block) String() string { return fmt.Sprintf("%s:%d (%s)", b.file, b.line, b.lang) }
+
+// markComment is the marker a document puts on the line before a block to say how the test
+// treats it: `<!-- docs-test: [VARIANT:] not run: REASON | file PATH [from "TEXT"] | declarations of PATH -->`.
+var markComment = regexp.MustCompile(`^\s*<!--\s*docs-test:\s*(.*?)\s*-->\s*$`)
 
 // docFiles are the documentation files whose blocks are checked, relative to the root.
 func docFiles(t *testing.T, root string) []string {
@@ -60,7 +66,7 @@ func blocks(t *testing.T, root, file string) []block {
 	}
 	var out []block
 	var cur *block
-	var fence string
+	var fence, prev string
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for n := 1; sc.Scan(); n++ {
@@ -74,12 +80,16 @@ func blocks(t *testing.T, root, file string) []block {
 			if len(info) > 0 {
 				cur.lang = info[0]
 			}
+			if m := markComment.FindStringSubmatch(prev); m != nil {
+				cur.mark = m[1]
+			}
 		case cur != nil && strings.TrimSpace(line) == fence:
 			out = append(out, *cur)
 			cur = nil
 		case cur != nil:
 			cur.src += line + "\n"
 		}
+		prev = line
 	}
 	if cur != nil {
 		t.Errorf("%s: the block opened at line %d is not closed", file, cur.line)
@@ -87,47 +97,45 @@ func blocks(t *testing.T, root, file string) []block {
 	return out
 }
 
+// TestCodeBlocks plans every block of the documentation, fails on a block that is neither
+// handled nor marked not run, and runs the checks that need no server: WIT, Go, manifests,
+// declarations and the CSP. Shell, Node and file blocks run in TestDocsRun.
 func TestCodeBlocks(t *testing.T) {
 	root, err := capnwebtests.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	checked := map[string]int{}
+	count := map[string]int{}
+	var skipped []string
 	for _, file := range docFiles(t, root) {
 		for _, b := range blocks(t, root, file) {
-			check, ok := checkers[b.lang]
-			if !ok {
-				continue
-			}
-			checked[b.lang]++
-			if err := check(t, root, b); err != nil {
-				t.Errorf("%s: %v\n%s", b, err, b.src)
+			for _, p := range plans(b) {
+				if p.err != nil {
+					t.Errorf("%s: %v", b, p.err)
+					continue
+				}
+				count[p.kind.String()]++
+				if p.kind == notRun {
+					skipped = append(skipped, fmt.Sprintf("%s: %s", b, p.arg))
+				}
+				if err := p.static(t, root, b); err != nil {
+					t.Errorf("%s: %v\n%s", b, err, b.src)
+				}
 			}
 		}
 	}
-	t.Logf("checked blocks by language: %v", checked)
-	if checked["wit"] == 0 || checked["js"] == 0 || checked["go"] == 0 || checked["sh"] == 0 {
-		t.Errorf("some languages have no blocks at all (%v): is the scan broken?", checked)
+	t.Logf("blocks by treatment: %v", count)
+	t.Logf("blocks not run:\n%s", strings.Join(skipped, "\n"))
+	for _, k := range []kind{runShell, runNode, writeFile, compileGo, loadWIT} {
+		if count[k.String()] == 0 {
+			t.Errorf("no block is planned as %s (%v): is the scan broken?", k, count)
+		}
 	}
 }
 
-// checkers compile a block in their language.
-var checkers = map[string]func(t *testing.T, root string, b block) error{
-	"wit":        checkWIT,
-	"go":         checkGo,
-	"js":         func(_ *testing.T, _ string, b block) error { return checkScript(b, api.LoaderJS) },
-	"javascript": func(_ *testing.T, _ string, b block) error { return checkScript(b, api.LoaderJS) },
-	"ts":         func(_ *testing.T, _ string, b block) error { return checkScript(b, api.LoaderTS) },
-	"typescript": func(_ *testing.T, _ string, b block) error { return checkScript(b, api.LoaderTS) },
-	"json":       checkJSON,
-	"sh":         checkShell,
-	"bash":       checkShell,
-}
-
-// checkWIT loads the block with the project's WIT packages as dependencies; a block without a
+// checkWIT loads src with the project's WIT packages as dependencies; a block without a
 // package declaration is a fragment of package docs:example.
-func checkWIT(t *testing.T, root string, b block) error {
-	src := b.src
+func checkWIT(t *testing.T, root, src string) error {
 	if !strings.Contains(src, "package ") {
 		src = "package docs:example@0.1.0;\n" + src
 	}
@@ -143,23 +151,10 @@ func checkWIT(t *testing.T, root string, b block) error {
 	return err
 }
 
-// checkGo parses the block as a Go file, or as declarations, or as statements.
-func checkGo(_ *testing.T, _ string, b block) error {
-	fset := token.NewFileSet()
-	_, err := parser.ParseFile(fset, "block.go", b.src, parser.AllErrors)
-	if err == nil || strings.HasPrefix(strings.TrimSpace(b.src), "package ") {
-		return err
-	}
-	if _, derr := parser.ParseFile(fset, "block.go", "package p\n"+b.src, parser.AllErrors); derr == nil {
-		return nil
-	}
-	_, err = parser.ParseFile(fset, "block.go", "package p\nfunc _() {\n"+b.src+"\n}", parser.AllErrors)
-	return err
-}
-
-// checkScript compiles the block as an ES module with esbuild.
-func checkScript(b block, loader api.Loader) error {
-	res := api.Transform(b.src, api.TransformOptions{Loader: loader, Format: api.FormatESModule, Target: api.ESNext})
+// checkScript compiles src as an ES module with esbuild: the syntax check every JavaScript and
+// TypeScript block gets before it runs.
+func checkScript(src string, loader api.Loader) error {
+	res := api.Transform(src, api.TransformOptions{Loader: loader, Format: api.FormatESModule, Target: api.ESNext})
 	if len(res.Errors) == 0 {
 		return nil
 	}
@@ -172,26 +167,6 @@ func checkScript(b block, loader api.Loader) error {
 		msgs = append(msgs, where+m.Text)
 	}
 	return fmt.Errorf("%s", strings.Join(msgs, "; "))
-}
-
-// checkJSON requires a valid JSON text.
-func checkJSON(_ *testing.T, _ string, b block) error {
-	if !json.Valid([]byte(b.src)) {
-		var v any
-		return json.Unmarshal([]byte(b.src), &v)
-	}
-	return nil
-}
-
-// checkShell runs `bash -n` on the block.
-func checkShell(_ *testing.T, _ string, b block) error {
-	cmd := exec.Command("bash", "-n")
-	cmd.Stdin = strings.NewReader(b.src)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("bash -n: %v: %s", err, out)
-	}
-	return nil
 }
 
 // TestWITReference: each block of docs/wit.md that declares an atelier:* package is that

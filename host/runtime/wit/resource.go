@@ -1,5 +1,7 @@
 package wit
 
+import "strings"
+
 // Resources converts own<R> and borrow<R> values between their canonical word and their
 // JSON-ish form, for a Converter. Its errors become *ValueErrors (with the value's path) that
 // wrap them.
@@ -26,4 +28,16 @@ func resourceError(err error) error {
 		return err
 	}
 	return &ValueError{Msg: err.Error(), err: err}
+}
+
+// SplitResourceFunc splits the component-model names "[constructor]R", "[method]R.m" and
+// "[static]R.m" into the kind ("[method]"), R and m; other names have no kind.
+func SplitResourceFunc(name string) (kind, res, fn string) {
+	for _, k := range []string{"[constructor]", "[method]", "[static]"} {
+		if rest, ok := strings.CutPrefix(name, k); ok {
+			res, fn, _ = strings.Cut(rest, ".")
+			return k, res, fn
+		}
+	}
+	return "", "", ""
 }

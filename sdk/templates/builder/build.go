@@ -14,12 +14,13 @@ import (
 	"strings"
 	"time"
 
+	"atelier/sdk/templates"
 	"atelier/sdk/wit"
 )
 
 // cacheFormat changes when the way a build turns inputs into outputs changes, so that older
 // cache entries are not used.
-const cacheFormat = "atelier-build-1"
+const cacheFormat = "atelier-build-2"
 
 // Options configure Build.
 type Options struct {
@@ -27,12 +28,19 @@ type Options struct {
 	CacheDir string
 	// Log receives progress lines (default: discarded).
 	Log io.Writer
+	// RunJS, when set, runs module (an ES module whose default export is an async function)
+	// in a sandbox that reaches nothing, and returns the function's result as encoding/json
+	// decodes it: Build runs a JS or TS project's top level with it, its WIT imports stubbed,
+	// to check the kinds of its exports before componentizing (cmd/atelier passes Code
+	// Mode's QuickJS engine). Without it that check is skipped.
+	RunJS func(ctx context.Context, module string) (any, error)
 }
 
 // Result is a built component.
 type Result struct {
-	Config    Config
-	World     *wit.World
+	Config Config
+	World  *wit.World
+	// Component is the component or, for format extism, the Extism plugin (a core module).
 	Component []byte
 	// Cached reports that the component came from the cache.
 	Cached bool
@@ -59,11 +67,12 @@ type build struct {
 	log       io.Writer
 	toolsHash string // of the embedded componentize folder
 	clang     string // the C compiler, for a C project
+	runJS     func(context.Context, string) (any, error)
 }
 
 // Build builds the project in dir into a component.
 func Build(ctx context.Context, dir string, opt Options) (*Result, error) {
-	b := &build{dir: dir, cache: opt.CacheDir, log: opt.Log}
+	b := &build{dir: dir, cache: opt.CacheDir, log: opt.Log, runJS: opt.RunJS}
 	if b.log == nil {
 		b.log = io.Discard
 	}
@@ -86,15 +95,17 @@ func Build(ctx context.Context, dir string, opt Options) (*Result, error) {
 			return nil, err
 		}
 	}
-	script, err := b.nodeTools(ctx)
-	if err != nil {
-		return nil, err
+	extism := b.cfg.Format == templates.FormatExtism
+	var script, node string
+	if !extism { // an Extism plugin is the compiler's core module: no npm tools
+		if script, err = b.nodeTools(ctx); err != nil {
+			return nil, err
+		}
+		if node, err = b.version(ctx, "node", "node", "--version"); err != nil {
+			return nil, err
+		}
 	}
 	toolVersion, err := b.compiler(ctx)
-	if err != nil {
-		return nil, err
-	}
-	node, err := b.version(ctx, "node", "node", "--version")
 	if err != nil {
 		return nil, err
 	}
@@ -115,10 +126,12 @@ func Build(ctx context.Context, dir string, opt Options) (*Result, error) {
 	}
 	defer os.RemoveAll(tmp)
 	start := time.Now()
-	switch b.cfg.Lang {
-	case "go":
+	switch {
+	case extism:
+		res.Component, err = b.buildExtism(ctx, tmp)
+	case b.cfg.Lang == "go":
 		res.Component, err = b.buildGo(ctx, script, tmp)
-	case "c":
+	case b.cfg.Lang == "c":
 		res.Component, err = b.buildC(ctx, script, tmp)
 	default:
 		res.Component, err = b.buildJS(ctx, script, tmp)
@@ -126,7 +139,11 @@ func Build(ctx context.Context, dir string, opt Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.progress("%s (%s): component of %d bytes in %s", b.cfg.Name, b.cfg.Lang, len(res.Component), time.Since(start).Round(time.Millisecond))
+	what := "component"
+	if extism {
+		what = "Extism plugin"
+	}
+	b.progress("%s (%s): %s of %d bytes in %s", b.cfg.Name, b.cfg.Lang, what, len(res.Component), time.Since(start).Round(time.Millisecond))
 	if err := os.MkdirAll(filepath.Dir(cached), 0o755); err != nil {
 		return nil, err
 	}
@@ -144,7 +161,7 @@ func (b *build) compiler(ctx context.Context) (string, error) {
 	case "go":
 		return b.version(ctx, "go", "go", "version")
 	case "c":
-		if err := b.debianTools(ctx, cTools); err != nil {
+		if err := b.debianTools(ctx, "the C toolchain", cTools); err != nil {
 			return "", err
 		}
 		clang, err := clangPath()
@@ -221,14 +238,19 @@ func LoadWorld(dir, world string) (*wit.World, error) {
 	return w, nil
 }
 
-// componentizeCore runs the compiler cmd (named what), which writes the core module core,
-// checks the module's exports (hint says how the language declares a missing one) and turns
-// it into a component next to core.
-func (b *build) componentizeCore(ctx context.Context, script, what string, cmd *exec.Cmd, core string, hint func(string) string) ([]byte, error) {
+// compileCore runs the compiler cmd (named what), which writes the core module core, and
+// checks the module's exports (hint says how the language declares a missing one).
+func (b *build) compileCore(what string, cmd *exec.Cmd, core string, hint func(string) string) error {
 	if out, err := b.run(what, cmd, false); err != nil {
-		return nil, fmt.Errorf("%s failed:\n%s", what, b.relDisplay(out))
+		return fmt.Errorf("%s failed:\n%s", what, b.relDisplay(out))
 	}
-	if err := b.checkCoreExports(core, hint); err != nil {
+	return b.checkCoreExports(core, hint)
+}
+
+// componentizeCore compiles the core module core (compileCore) and turns it into a component
+// next to it.
+func (b *build) componentizeCore(ctx context.Context, script, what string, cmd *exec.Cmd, core string, hint func(string) string) ([]byte, error) {
+	if err := b.compileCore(what, cmd, core, hint); err != nil {
 		return nil, err
 	}
 	return b.componentize(ctx, script, "go", core, filepath.Join(filepath.Dir(core), "out.wasm"))
@@ -253,6 +275,9 @@ func (b *build) componentize(ctx context.Context, script, mode, input, out strin
 // explainComponentize turns componentize.mjs's error into one that says what to do.
 func (b *build) explainComponentize(msg string) error {
 	msg = strings.TrimPrefix(msg, "componentize: ")
+	if err := b.mismatchError(msg); err != nil {
+		return err
+	}
 	if strings.Contains(msg, "type mismatch") || strings.Contains(msg, "expected") && strings.Contains(msg, "found") {
 		return fmt.Errorf("the code does not match world %s: %s\nThe parameters and results of each export must be the world's, flattened to core types (u32 -> uint32/int32_t, u64 -> uint64/int64_t, string -> pointer and length); compare with %s",
 			b.world.Name, msg, b.world.Pos)

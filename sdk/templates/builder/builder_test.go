@@ -3,20 +3,27 @@ package builder
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	"atelier/sdk/templates"
+	"atelier/sdk/templates/builder/jssandbox"
 )
 
-// project makes a project from a template in a temporary folder and applies edits
-// (file -> func(old) new) to it.
+// project makes a project from a template (kind, and lang or "go-extism" for the Go Extism
+// gatekeeper) in a temporary folder and applies edits (file -> func(old) new) to it.
 func project(t *testing.T, kind, lang string, edits map[string]func(string) string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "probe")
-	if _, err := templates.Create(dir, templates.Project{Kind: kind, Lang: lang, Name: "probe"}); err != nil {
+	p := templates.Project{Kind: kind, Lang: lang, Name: "probe"}
+	if lang == "go-extism" {
+		p.Lang, p.Format = "go", templates.FormatExtism
+	}
+	if _, err := templates.Create(dir, p); err != nil {
 		t.Fatal(err)
 	}
 	for name, edit := range edits {
@@ -114,6 +121,9 @@ func TestReadConfig(t *testing.T) {
 		`{"kind":"gadget","lang":"js","entry":"../../x.js"}`:  "inside the project",
 		`{"kind":"gadget","lang":"js","entry":"/etc/passwd"}`: "inside the project",
 		`{`: "unexpected end",
+		`{"kind":"gadget","lang":"go","format":"extism"}`:     "for gatekeepers in Go",
+		`{"kind":"gatekeeper","lang":"js","format":"extism"}`: "for gatekeepers in Go",
+		`{"kind":"gatekeeper","lang":"go","format":"wasm"}`:   `format "wasm"`,
 	} {
 		os.WriteFile(filepath.Join(dir, ConfigFile), []byte(body), 0o644)
 		if _, err := ReadConfig(dir); err == nil || !strings.Contains(err.Error(), want) {
@@ -157,6 +167,23 @@ func TestDebianTools(t *testing.T) {
 	if update[0] != "apt-get" || install[0] != "apt-get" {
 		t.Errorf("as root: %q %q", update, install)
 	}
+	onPath := func(cmds ...string) func(string) (string, error) {
+		return func(c string) (string, error) {
+			if only(cmds...)(c) {
+				return "/usr/bin/" + c, nil
+			}
+			return "", exec.ErrNotFound
+		}
+	}
+	if got := missingNode(onPath("node", "npm")); got != nil {
+		t.Errorf("node and npm on PATH: missing %v", got)
+	}
+	if got, want := missingNode(onPath("node")), []string{"npm"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("npm missing: %v, want %v", got, want)
+	}
+	if got, want := missingNode(onPath()), []string{"nodejs", "npm"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("neither: %v, want %v", got, want)
+	}
 }
 
 // TestBuildErrors builds broken projects and checks that each error says where and what.
@@ -193,12 +220,42 @@ func TestBuildErrors(t *testing.T) {
 			[]string{"export get is not implemented", `export_name("get")`}},
 		{"c compile error", "gadget", "c", map[string]func(string) string{"main.c": func(s string) string { return s + "\nint broken(void) { return nope; }\n" }},
 			[]string{"clang failed", "main.c:", "nope"}},
+		// World mismatch: an export whose core signature is not the world's is refused by jco;
+		// the error names the code's line, the WIT line and both signatures. (Go gadgets'
+		// exports come from generated bindings: a wrong method is a compile error, above.) JS
+		// has no signatures: an export that is not a function, or an interface object that
+		// lacks one, is found by running the module's top level in the sandbox.
+		{"c world mismatch", "gadget", "c", map[string]func(string) string{"main.c": func(s string) string {
+			return strings.Replace(s, "uint64_t get(void) { return load(); }", "uint64_t get(uint32_t x) { return load() + x; }", 1)
+		}}, []string{"probe/main.c:", "export get does not match world probe", "(i32) -> (i64)", "() -> (i64)",
+			"probe/wit/world.wit:", "export get: func() -> u64;"}},
+		{"c gatekeeper world mismatch", "gatekeeper", "c", map[string]func(string) string{"atelier_gatekeeper.c": func(s string) string {
+			return strings.Replace(s, "void *export_describe(void) {", "void *export_describe(int unused) {", 1)
+		}}, []string{"probe/atelier_gatekeeper.c:", "export atelier:gatekeeper/connector@0.1.0 (describe) does not match world probe",
+			"(i32) -> (i32)", "() -> (i32)", "gatekeeper.wit:", "describe: func() -> vendor;"}},
+		{"go gatekeeper world mismatch", "gatekeeper", "go", map[string]func(string) string{"internal/gatekeeper/connector.go": func(s string) string {
+			return strings.Replace(s, "func exportCloseSession(session uint64) { connector().CloseSession(session) }",
+				"func exportCloseSession(session uint32) { connector().CloseSession(uint64(session)) }", 1)
+		}}, []string{"probe/internal/gatekeeper/connector.go:", "(close-session) does not match world probe", "(i32) -> ()", "(i64) -> ()",
+			"gatekeeper.wit:", "close-session: func(session: u64);"}},
+		{"js world mismatch", "gadget", "js", map[string]func(string) string{"app.js": func(s string) string {
+			return strings.Replace(s, "export function get() {", "export const get = 42;\nfunction unused() {", 1)
+		}}, []string{"probe/app.js:", "get is a number, not a function", "probe/wit/world.wit:", "export get: func() -> u64;"}},
+		{"ts gatekeeper world mismatch", "gatekeeper", "ts", map[string]func(string) string{"app.ts": func(s string) string {
+			return strings.Replace(s, "  revertAction(", "  revertActions(", 1)
+		}}, []string{"probe/app.ts:", "connector has no function revertAction", "gatekeeper.wit:", "revert-action: func(id: u64, payload: string)"}},
+		{"extism missing export", "gatekeeper", "go-extism", map[string]func(string) string{"internal/extism/gatekeeper/connector.go": func(s string) string {
+			return strings.Replace(s, "//go:wasmexport revert_action", "//go:wasmexport revert", 1)
+		}},
+			[]string{"(revert-action) is not implemented", "//go:wasmexport revert_action"}},
 		{"wit error", "gadget", "js", map[string]func(string) string{"wit/world.wit": func(s string) string { return strings.Replace(s, "-> u64;", "-> u64", 1) }},
 			[]string{"WIT has errors", "world.wit:"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := project(t, tc.kind, tc.lang, tc.edits)
-			_, err := Build(context.Background(), dir, Options{CacheDir: cache})
+			_, err := Build(context.Background(), dir, Options{CacheDir: cache, RunJS: func(ctx context.Context, module string) (any, error) {
+				return jssandbox.Run(ctx, filepath.Join(cache, "artifacts"), module)
+			}})
 			if err == nil {
 				t.Fatal("Build succeeded, want an error")
 			}
@@ -208,5 +265,58 @@ func TestBuildErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestMain(m *testing.M) {
+	os.Unsetenv("RUST_BACKTRACE")
+	os.Exit(m.Run())
+}
+
+// TestProbeExports runs the top level of each JS and TS template in the sandbox, as Build
+// does: the probe must see the templates' exports (a skipped probe would hide mismatches).
+func TestProbeExports(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped under -short: starts the QuickJS engine")
+	}
+	cache := t.TempDir()
+	runJS := func(ctx context.Context, module string) (any, error) { return jssandbox.Run(ctx, cache, module) }
+	fn := exportShape{Type: "function", Fns: []string{}}
+	for _, tc := range []struct {
+		kind, lang string
+		want       map[string]exportShape
+	}{
+		{"gadget", "js", map[string]exportShape{"increment": fn, "get": fn, "reset": fn}},
+		{"gadget", "ts", map[string]exportShape{"increment": fn, "get": fn, "reset": fn}},
+		{"gatekeeper", "ts", map[string]exportShape{"connector": {Type: "object", Fns: []string{"describe", "resourceKinds",
+			"describeResource", "typescriptTypes", "openSession", "invoke", "closeSession", "applyAction", "rejectAction", "revertAction"}}}},
+	} {
+		dir := project(t, tc.kind, tc.lang, nil)
+		b := &build{dir: dir, runJS: runJS}
+		var err error
+		if b.cfg, err = ReadConfig(dir); err != nil {
+			t.Fatal(err)
+		}
+		got := b.probeExports(context.Background())
+		for _, s := range got {
+			slices.Sort(s.Fns)
+		}
+		for _, s := range tc.want {
+			slices.Sort(s.Fns)
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s/%s: probe = %v, want %v", tc.kind, tc.lang, got, tc.want)
+		}
+	}
+}
+
+// TestNoNode builds a JS project where neither node nor apt can be found: the error says
+// what to install and how.
+func TestNoNode(t *testing.T) {
+	dir := project(t, "gadget", "js", nil)
+	t.Setenv("PATH", t.TempDir())
+	_, err := Build(context.Background(), dir, Options{CacheDir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "needs node and npm on PATH") || !strings.Contains(err.Error(), "sudo apt-get install nodejs npm") {
+		t.Fatalf("Build without node: %v", err)
 	}
 }

@@ -1,7 +1,8 @@
 // Package builder turns a project made by `atelier new` into a WebAssembly component: the Go
 // equivalent of sdk/build-gadget.sh for projects outside the repository. It needs only the
 // files embedded in package templates, which it extracts into a cache folder, and the tools it
-// installs there on first use (the pinned npm packages) or through apt (clang for C).
+// installs there on first use (the pinned npm packages) or through apt (clang for C; Node.js
+// and npm when they are not on PATH).
 //
 // Languages:
 //   - go: `GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared`, then jco (componentEmbed +
@@ -10,8 +11,16 @@
 //     `atelier:*` and `wasi:*` imports left external, then componentize-qjs --sync;
 //   - c: clang --target=wasm32-wasi -mexec-model=reactor, then the same jco step as Go.
 //
+// A Go gatekeeper with "format": "extism" is built into an Extism plugin instead: the core
+// module of the Go build, whose plugin functions are the world's connector functions
+// (describe, resource_kinds, ...); it needs no npm tools.
+//
 // Before componentizing, Build checks that the code exports every function of the project's
-// world and names the WIT line of each that is missing. Builds are cached under a hash of every
+// world and names the WIT line of each that is missing; for JS and TS, it also runs the
+// module's top level in a sandbox (Options.RunJS; WIT imports stubbed) to check that each
+// export is a function, or for an interface an object with its functions. When componentize refuses an export whose
+// core signature is not the world's, the error names its source line (C export_name, Go
+// //go:wasmexport), its WIT line and both signatures. Builds are cached under a hash of every
 // input: a second build of unchanged sources costs a hash and a copy.
 package builder
 
@@ -23,6 +32,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"atelier/sdk/templates"
 )
 
 // ConfigFile is the project file `atelier new` writes and `atelier build` reads.
@@ -38,6 +49,8 @@ type Config struct {
 	Lang string `json:"lang"`
 	// World is the world of the project's own WIT package (wit/*.wit) to build.
 	World string `json:"world"`
+	// Format is component (or empty) or, for a Go gatekeeper, extism: an Extism plugin.
+	Format string `json:"format,omitempty"`
 	// Entry is the JS or TS module to bundle (default app.js or app.ts).
 	Entry string `json:"entry,omitempty"`
 	// Grants are the interfaces the gadget is deployed with; the component may import no
@@ -74,6 +87,15 @@ func ReadConfig(dir string) (Config, error) {
 		}
 	default:
 		return c, fmt.Errorf("%s: lang %q: want go, js, ts or c", ConfigFile, c.Lang)
+	}
+	switch c.Format {
+	case "", templates.FormatComponent:
+	case templates.FormatExtism:
+		if c.Kind != "gatekeeper" || c.Lang != "go" {
+			return c, fmt.Errorf("%s: format %s is for gatekeepers in Go, not a %s in %s", ConfigFile, c.Format, c.Kind, c.Lang)
+		}
+	default:
+		return c, fmt.Errorf("%s: format %q: want %s or %s", ConfigFile, c.Format, templates.FormatComponent, templates.FormatExtism)
 	}
 	if c.Name == "" {
 		c.Name = filepath.Base(dir)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"atelier/sdk/templates"
 	"atelier/sdk/wit"
@@ -13,9 +14,14 @@ import (
 // wantExport is a function the world exports, by the name the code must give it.
 type wantExport struct {
 	core string // the core module's export name ("increment", "ns:pkg/iface@1.0.0#f")
-	js   string // the JS module's export name ("increment", or the interface's "connector")
-	sig  string // the WIT declaration, for messages
-	pos  wit.Pos
+	// plugin is the Extism plugin function's name ("open-session" -> "open_session").
+	plugin string
+	js     string // the JS module's export name ("increment", or the interface's "connector")
+	// method is, for a function of an exported interface, its name on the JS object
+	// ("resourceKinds"); "" for a function the world exports.
+	method string
+	sig    string // the WIT declaration, for messages
+	pos    wit.Pos
 }
 
 // worldExports lists the functions of w's exports (interfaces' functions one by one).
@@ -24,8 +30,8 @@ func worldExports(w *wit.World) []wantExport {
 	for _, it := range w.AllExports {
 		switch it.Kind {
 		case wit.ItemFunc:
-			out = append(out, wantExport{core: it.Func.CoreName(), js: templates.CamelCase(it.Func.Name),
-				sig: "export " + it.Func.Name, pos: it.Pos})
+			out = append(out, wantExport{core: it.Func.CoreName(), plugin: pluginName(it.Func.Name),
+				js: templates.CamelCase(it.Func.Name), sig: "export " + it.Func.Name, pos: it.Pos})
 		case wit.ItemInterface:
 			id := it.Interface.ID()
 			name := it.Name
@@ -33,13 +39,18 @@ func worldExports(w *wit.World) []wantExport {
 				name = it.Interface.Name
 			}
 			for _, f := range it.Interface.Funcs {
-				out = append(out, wantExport{core: id + "#" + f.CoreName(), js: templates.CamelCase(name),
+				out = append(out, wantExport{core: id + "#" + f.CoreName(), plugin: pluginName(f.Name),
+					js: templates.CamelCase(name), method: templates.CamelCase(f.Name),
 					sig: "export " + id + " (" + f.Name + ")", pos: f.Pos})
 			}
 		}
 	}
 	return out
 }
+
+// pluginName is the Extism plugin function of a WIT function, as host/gatekeeper/extism
+// calls it: "open-session" -> "open_session".
+func pluginName(fn string) string { return strings.ReplaceAll(fn, "-", "_") }
 
 // missingExports returns the messages for the wanted exports that have is false for.
 func missingExports(want []wantExport, has func(wantExport) bool, hint func(string) string) error {
@@ -69,7 +80,8 @@ func missingExports(want []wantExport, has func(wantExport) bool, hint func(stri
 	return fmt.Errorf("the code is missing exports of its world:\n%w", errors.Join(errs...))
 }
 
-// checkCoreExports checks that the core module at path exports every function of the world.
+// checkCoreExports checks that the core module at path exports every function of the world
+// (by its plugin function name for an Extism plugin).
 func (b *build) checkCoreExports(path string, hint func(string) string) error {
 	mod, err := os.ReadFile(path)
 	if err != nil {
@@ -79,7 +91,13 @@ func (b *build) checkCoreExports(path string, hint func(string) string) error {
 	if err != nil {
 		return fmt.Errorf("read the compiled module's exports: %w", err)
 	}
-	return missingExports(worldExports(b.world), func(e wantExport) bool { return names[e.core] }, hint)
+	want := worldExports(b.world)
+	if b.cfg.Format == templates.FormatExtism {
+		for i := range want {
+			want[i].core = want[i].plugin
+		}
+	}
+	return missingExports(want, func(e wantExport) bool { return names[e.core] }, hint)
 }
 
 // coreExports returns the export names of a core WebAssembly module.

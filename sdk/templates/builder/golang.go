@@ -15,10 +15,26 @@ import (
 func (b *build) buildGo(ctx context.Context, script, tmp string) ([]byte, error) {
 	core := filepath.Join(tmp, "core.wasm")
 	b.progress("%s: go build (GOOS=wasip1 GOARCH=wasm, c-shared)", b.cfg.Name)
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-buildmode=c-shared", "-o", core, ".")
+	return b.componentizeCore(ctx, script, "go build", b.goBuild(ctx, core), core, goExportHint)
+}
+
+// buildExtism compiles the project's main package for wasip1 into an Extism plugin and checks
+// that it exports a plugin function for each function of the world.
+func (b *build) buildExtism(ctx context.Context, tmp string) ([]byte, error) {
+	core := filepath.Join(tmp, "plugin.wasm")
+	b.progress("%s: go build (GOOS=wasip1 GOARCH=wasm, c-shared): an Extism plugin", b.cfg.Name)
+	if err := b.compileCore("go build", b.goBuild(ctx, core), core, goExportHint); err != nil {
+		return nil, err
+	}
+	return os.ReadFile(core)
+}
+
+// goBuild is the command that compiles the project's main package into the reactor module out.
+func (b *build) goBuild(ctx context.Context, out string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-buildmode=c-shared", "-o", out, ".")
 	cmd.Dir = b.dir
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "GOWORK=off", "CGO_ENABLED=0")
-	return b.componentizeCore(ctx, script, "go build", cmd, core, goExportHint)
+	return cmd
 }
 
 // goExportHint says how a Go export is declared.

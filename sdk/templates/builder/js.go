@@ -3,22 +3,30 @@ package builder
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/evanw/esbuild/pkg/api"
 )
 
+// witImports matches the import paths of WIT interfaces ("atelier:host/kv@0.1.0").
+const witImports = `^(atelier|wasi):`
+
 // bundle bundles the project's entry module (JS or TS: types are stripped, not checked) into
 // one ES module with the WIT imports left external, and returns its text and export names.
-func (b *build) bundle() ([]byte, map[string]bool, error) {
+// With probe, it bundles probeEntry instead, which imports the entry module, with the WIT
+// imports stubbed (see probeExports).
+func (b *build) bundle(probe bool) ([]byte, map[string]bool, error) {
 	entry := filepath.Join(b.dir, b.cfg.Entry)
 	if _, err := os.Stat(entry); err != nil {
 		return nil, nil, fmt.Errorf("entry module %s: %w (set \"entry\" in %s)", entry, err, ConfigFile)
 	}
-	res := api.Build(api.BuildOptions{
+	opts := api.BuildOptions{
 		EntryPoints: []string{entry},
 		Bundle:      true,
 		Write:       false,
@@ -30,7 +38,13 @@ func (b *build) bundle() ([]byte, map[string]bool, error) {
 		Metafile:    true,
 		LogLevel:    api.LogLevelSilent,
 		Charset:     api.CharsetUTF8,
-	})
+	}
+	if probe {
+		opts.EntryPoints, opts.External, opts.Plugins = nil, nil, []api.Plugin{stubImports}
+		opts.Stdin = &api.StdinOptions{Contents: fmt.Sprintf(probeEntry, "./"+filepath.ToSlash(b.cfg.Entry)),
+			ResolveDir: b.dir, Sourcefile: "atelier-probe.js", Loader: api.LoaderJS}
+	}
+	res := api.Build(opts)
 	if len(res.Errors) > 0 {
 		msgs := api.FormatMessages(res.Errors, api.FormatMessagesOptions{Kind: api.ErrorMessage})
 		return nil, nil, fmt.Errorf("%s has errors:\n%s", b.cfg.Entry, strings.TrimSpace(strings.Join(msgs, "")))
@@ -59,11 +73,14 @@ func (b *build) bundle() ([]byte, map[string]bool, error) {
 // it with componentize-qjs.
 func (b *build) buildJS(ctx context.Context, script, tmp string) ([]byte, error) {
 	b.progress("%s: esbuild bundle %s", b.cfg.Name, b.cfg.Entry)
-	code, exports, err := b.bundle()
+	code, exports, err := b.bundle(false)
 	if err != nil {
 		return nil, err
 	}
 	if err := missingExports(worldExports(b.world), func(e wantExport) bool { return exports[e.js] }, nil); err != nil {
+		return nil, err
+	}
+	if err := b.checkJSExports(ctx); err != nil {
 		return nil, err
 	}
 	bundled := filepath.Join(tmp, "app.js")
@@ -71,4 +88,118 @@ func (b *build) buildJS(ctx context.Context, script, tmp string) ([]byte, error)
 		return nil, err
 	}
 	return b.componentize(ctx, script, "js", bundled, filepath.Join(tmp, "out.wasm"))
+}
+
+// stubImports resolves the WIT imports to one stub module: any property of it is itself, and
+// calling it returns undefined, so that the module's top level can run without the host.
+var stubImports = api.Plugin{Name: "atelier-stub-imports", Setup: func(pb api.PluginBuild) {
+	pb.OnResolve(api.OnResolveOptions{Filter: witImports}, func(args api.OnResolveArgs) (api.OnResolveResult, error) {
+		return api.OnResolveResult{Path: args.Path, Namespace: "atelier-stub"}, nil
+	})
+	stub := `const stub = new Proxy(function () {}, { get: (t, k) => (k === "__esModule" ? false : stub), apply: () => undefined });
+module.exports = stub;`
+	pb.OnLoad(api.OnLoadOptions{Filter: ".*", Namespace: "atelier-stub"}, func(api.OnLoadArgs) (api.OnLoadResult, error) {
+		return api.OnLoadResult{Contents: &stub, Loader: api.LoaderJS}, nil
+	})
+}}
+
+// probeEntry is a module (a Code Mode snippet) that imports the entry module %s and returns,
+// for each of its exports, its typeof and the names of its function-valued properties.
+const probeEntry = `import * as m from %q;
+export default async function () {
+  const out = {};
+  for (const [k, v] of Object.entries(m)) {
+    const fns = [];
+    if (v !== null && typeof v === "object") for (const p in v) if (typeof v[p] === "function") fns.push(p);
+    out[k] = { type: v === null ? "null" : typeof v, fns };
+  }
+  return out;
+}`
+
+// exportShape is what probeEntry reports of one export.
+type exportShape struct {
+	Type string   `json:"type"`
+	Fns  []string `json:"fns"`
+}
+
+// probeExports runs the entry module's top level with Options.RunJS (in a sandbox, with its
+// WIT imports stubbed) and returns the shape of each export. It returns nil without RunJS or
+// when the module cannot run that way (its top level needs a real import, say): the shapes are
+// a check before componentize, not a requirement.
+func (b *build) probeExports(ctx context.Context) map[string]exportShape {
+	if b.runJS == nil {
+		return nil
+	}
+	code, _, err := b.bundle(true)
+	if err != nil {
+		return nil
+	}
+	v, err := b.runJS(ctx, string(code))
+	if err != nil {
+		return nil
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	var shapes map[string]exportShape
+	if json.Unmarshal(raw, &shapes) != nil {
+		return nil
+	}
+	return shapes
+}
+
+// checkJSExports checks that each function the world exports is a function of the entry
+// module, and each interface an object with a function per interface function, naming the
+// export's source line and its WIT line when one is not.
+func (b *build) checkJSExports(ctx context.Context) error {
+	shapes := b.probeExports(ctx)
+	if shapes == nil {
+		return nil
+	}
+	var errs []error
+	reported := map[string]bool{} // exports found not to be objects
+	for _, e := range worldExports(b.world) {
+		got, ok := shapes[e.js]
+		if !ok || reported[e.js] {
+			continue // missingExports has reported a missing one
+		}
+		var problem string
+		switch {
+		case e.method == "" && got.Type != "function":
+			problem = fmt.Sprintf("%s is %s, not a function", e.js, article(got.Type))
+		case e.method != "" && got.Type != "object":
+			problem = fmt.Sprintf("%s is %s, not an object with the interface's functions", e.js, article(got.Type))
+		case e.method != "" && !slices.Contains(got.Fns, e.method):
+			problem = fmt.Sprintf("%s has no function %s", e.js, e.method)
+		default:
+			continue
+		}
+		msg := fmt.Sprintf("%s, but world %s declares\n  %s: %s", problem, b.world.Name, e.pos, witLine(e.pos.File, e.pos.Line))
+		if at := FindLine(b.dir, false, exportsName(e.js)); at != "" {
+			msg = at + ": " + msg
+		}
+		errs = append(errs, errors.New(msg))
+		reported[e.js] = e.method != "" && got.Type != "object"
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("the entry module does not match its world:\n%w", errors.Join(errs...))
+}
+
+// article puts "a" or "an" before a typeof name.
+func article(typ string) string {
+	if strings.ContainsAny(typ[:1], "aeiou") {
+		return "an " + typ
+	}
+	return "a " + typ
+}
+
+// exportsName matches a JS or TS line that exports name: a declaration
+// (`export const name`, `export function name`, ...) or an export list naming it.
+func exportsName(name string) func(string) bool {
+	decl := regexp.MustCompile(`^\s*export\s+(default\s+)?((async\s+)?function\*?|const|let|var|class)\s+` + regexp.QuoteMeta(name) + `\b`)
+	list := regexp.MustCompile(`^\s*export\s*\{[^}]*\b` + regexp.QuoteMeta(name) + `\b`)
+	return func(line string) bool { return decl.MatchString(line) || list.MatchString(line) }
 }

@@ -92,10 +92,8 @@ func fsHash(fsys fs.FS) (string, error) {
 // nodeTools extracts the componentize folder into the cache and installs its npm packages
 // from the lock file on first use. It returns the path of componentize.mjs.
 func (b *build) nodeTools(ctx context.Context) (string, error) {
-	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			return "", fmt.Errorf("%s not found: install Node.js 18 or newer (Debian: sudo apt-get install nodejs npm)", tool)
-		}
+	if err := b.installNode(ctx); err != nil {
+		return "", err
 	}
 	src := templates.Componentize()
 	sum, err := fsHash(src)
@@ -129,6 +127,41 @@ func (b *build) nodeTools(ctx context.Context) (string, error) {
 	}
 	b.progress("npm tools installed in %s", time.Since(start).Round(100*time.Millisecond))
 	return script, nil
+}
+
+// nodePackages maps the commands the npm tools need to the Debian packages that provide them.
+var nodePackages = []struct{ command, pkg string }{{"node", "nodejs"}, {"npm", "npm"}}
+
+// missingNode returns the Debian packages of the commands of nodePackages that lookPath does
+// not find.
+func missingNode(lookPath func(string) (string, error)) []string {
+	var missing []string
+	for _, n := range nodePackages {
+		if _, err := lookPath(n.command); err != nil {
+			missing = append(missing, n.pkg)
+		}
+	}
+	return missing
+}
+
+// installNode makes sure node and npm are on PATH, installing Debian's nodejs and npm with
+// apt when they are missing.
+func (b *build) installNode(ctx context.Context) error {
+	missing := missingNode(exec.LookPath)
+	if len(missing) == 0 {
+		return nil
+	}
+	const how = "install Node.js 18 or newer (https://nodejs.org, or Debian: sudo apt-get install nodejs npm), then run atelier build again"
+	if _, err := exec.LookPath("dpkg-query"); err != nil {
+		return fmt.Errorf("atelier build needs node and npm on PATH to turn code into a component: %s", how)
+	}
+	if err := b.aptInstall(ctx, "Node.js (for the npm tools)", missing); err != nil {
+		return err
+	}
+	if still := missingNode(exec.LookPath); len(still) > 0 {
+		return fmt.Errorf("apt installed %s, but node or npm is still not on PATH (missing: %s): %s", strings.Join(missing, " "), strings.Join(still, ", "), how)
+	}
+	return nil
 }
 
 // extract writes the files of fsys into dir, replacing those of an interrupted earlier run.
@@ -211,8 +244,8 @@ func aptCommand(pkgs []string, uid int, haveSudo bool) (update, install []string
 	return nil, nil, hint
 }
 
-// debianTools installs the missing packages of needs with apt (with sudo when not root).
-func (b *build) debianTools(ctx context.Context, needs []debianNeed) error {
+// debianTools installs the missing packages of needs (for what) with apt.
+func (b *build) debianTools(ctx context.Context, what string, needs []debianNeed) error {
 	if _, err := exec.LookPath("dpkg-query"); err != nil {
 		return nil // not Debian: the compiler lookup will say what is missing
 	}
@@ -220,13 +253,19 @@ func (b *build) debianTools(ctx context.Context, needs []debianNeed) error {
 	if len(missing) == 0 {
 		return nil
 	}
+	return b.aptInstall(ctx, what, missing)
+}
+
+// aptInstall installs the Debian packages missing (for what) with apt-get, with sudo when not
+// root, echoing apt's output as progress; without root or sudo it says what to run.
+func (b *build) aptInstall(ctx context.Context, what string, missing []string) error {
 	_, sudoErr := exec.LookPath("sudo")
 	update, install, hint := aptCommand(missing, os.Getuid(), sudoErr == nil)
 	if install == nil {
-		return fmt.Errorf("the C toolchain is missing (%s) and installing it needs root: run\n  %s\nthen run atelier build again",
-			strings.Join(missing, ", "), hint)
+		return fmt.Errorf("%s is missing (Debian packages %s) and installing it needs root: run\n  %s\nthen run atelier build again",
+			what, strings.Join(missing, ", "), hint)
 	}
-	b.progress("installing Debian packages for C: %s (%s)", strings.Join(missing, " "), strings.Join(install, " "))
+	b.progress("installing Debian packages for %s: %s (%s)", what, strings.Join(missing, " "), strings.Join(install, " "))
 	for _, argv := range [][]string{update, install} {
 		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")

@@ -1,9 +1,14 @@
-// Package tsgen writes TypeScript declarations for what a WIT world exports, for JS gadget
-// authors and for agents. It does not render TypeScript itself: it converts the world's exports
-// from the parsed model (atelier/sdk/wit) into the runtime's type model (atelier/host/runtime/wit,
-// what reflection of a compiled component yields) and hands them to atelier/host/runtime/wit/tsdecl,
-// the renderer behind the kernel's describeBinding. So a world's declarations follow exactly the
-// value mapping the host applies at run time.
+// Package tsgen writes TypeScript declarations from a WIT world, for both sides of a gadget.
+//
+// Callers (agents, Cap'n Web clients): Declare declares what the world exports. It does not
+// render TypeScript itself: it converts the world's exports from the parsed model
+// (atelier/sdk/wit) into the runtime's type model (atelier/host/runtime/wit, what reflection of
+// a compiled component yields) and hands them to atelier/host/runtime/wit/tsdecl, the renderer
+// behind the kernel's describeBinding. So a world's declarations follow exactly the value
+// mapping the host applies at run time, resources included (stubs with methods over Cap'n Web).
+//
+// Authors of JS and TS components: Modules declares the modules the world imports, as
+// componentize-qjs presents them to the component's code, with the WIT doc comments as JSDoc.
 //
 // One difference from describeBinding on a compiled component: WIT knows the names of records,
 // variants, enums and flags, which component reflection reports only for types exported by

@@ -87,16 +87,29 @@ world app { export canvas; }
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := tsgen.Declare(w, "app", tsdecl.JSON)
-	for _, want := range []string{
-		`type Shape = { tag: "dot" } | { tag: "circle"; val: number };`,
-		`type Style = Array<"bold" | "dashed">;`,
-		`"canvas.[constructor]pen"(width: number): Promise<number /* handle of resource pen */>;`,
-		`"canvas.[method]pen.line"(self: number /* handle of resource pen */, to: [number, number]): Promise<void>;`,
-		`"canvas.draw"(s: Shape, st: Style, l: Array<[string, number]>, p: number /* handle of resource pen */): Promise<void>;`,
+	for m, wants := range map[tsdecl.Mapping][]string{
+		tsdecl.CapnWeb: {
+			`type Shape = { tag: "dot" } | { tag: "circle"; val: number };`,
+			`type Style = Array<"bold" | "dashed">;`,
+			"/** WIT resource pen: a handle, held as a Cap'n Web stub (dispose it to drop the resource). */\ninterface Pen {\n" +
+				"  /** [method]pen.line: func(self: borrow<pen>, to: tuple<s32, s32>) */\n  line(to: [number, number]): Promise<void>;\n}",
+			"  canvas: {\n    /** draw: func(s: shape, st: style, l: list<tuple<string, u8>>, p: borrow<pen>) */\n" +
+				"    draw(s: Shape, st: Style, l: Array<[string, number]>, p: Pen): Promise<void>;\n    pen: {\n" +
+				"      /** [constructor]pen: func(width: u32) -> pen */\n      \"new\"(width: number): Promise<Pen>;\n",
+			"      named(name: string): Promise<Pen>;\n    };\n  };\n};",
+		},
+		tsdecl.JSON: {
+			"declare const app: {\n  // Not callable with JSON values (they take or return resources, which only a connect() stub can hold): canvas.draw, canvas.pen.new, canvas.pen.named.\n};",
+		},
 	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("lacks %q:\n%s", want, got)
+		got := tsgen.Declare(w, "app", m)
+		for _, want := range wants {
+			if !strings.Contains(got, want) {
+				t.Errorf("mapping %d lacks %q:\n%s", m, want, got)
+			}
+		}
+		if strings.Contains(got, "[method]pen.line\"") || strings.Contains(got, "line(self") {
+			t.Errorf("mapping %d declares a method by its component name or with self:\n%s", m, got)
 		}
 	}
 }

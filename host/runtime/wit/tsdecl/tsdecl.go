@@ -11,8 +11,14 @@
 // Both: records are objects with the WIT field names, option<T> is `T | null`
 // (option<option<T>> is `{some: T | null} | null`), a function's result<T, E> is its T with the
 // E thrown (result elsewhere is `{ok: T} | {err: E}`), enums are string unions, variants are
-// `{tag, val}` unions, flags are arrays of flag names, tuples are arrays, resources are handles
-// (numbers). Named types (records, variants, enums, flags) become type aliases in PascalCase.
+// `{tag, val}` unions, flags are arrays of flag names, tuples are arrays. Named types (records,
+// variants, enums, flags) become type aliases in PascalCase.
+//
+// Resources follow the kernel's RPC surface: over Cap'n Web an exported resource R of interface
+// I is the property `i.r` holding its constructor (`"new"`) and static functions, and a handle
+// is a stub declared as `interface R` with one method per WIT method. JSON values cannot carry
+// handles, so in the JSON mapping the functions that take or return a resource are listed in a
+// comment instead of declared.
 package tsdecl
 
 import (
@@ -58,8 +64,8 @@ func Name(name string) string {
 	return b.String()
 }
 
-// typeName is the PascalCase name of a named WIT type.
-func typeName(name string) string {
+// TypeName is the PascalCase name of a named WIT type ("deck-info" -> "DeckInfo").
+func TypeName(name string) string {
 	n := Name(name)
 	if n == "" {
 		return "T"
@@ -70,66 +76,186 @@ func typeName(name string) string {
 }
 
 // Declare returns the declarations of a binding called name whose functions are exports (a
-// component's exports: functions, and interfaces of functions): the named types it uses, then
-// `declare const NAME: {...}`.
+// component's exports: functions, and interfaces of functions): the named types and resource
+// stubs it uses, then `declare const NAME: {...}`.
 func Declare(name string, exports []wit.Item, m Mapping) string {
-	w := &writer{m: m, named: map[string]bool{}}
+	w := &writer{m: m, named: map[string]bool{}, stubs: map[string]*stub{}, stubNames: map[string]bool{}}
 	var body strings.Builder
 	for _, it := range exports {
 		switch it.Kind {
 		case wit.ItemFunc:
-			w.method(&body, "  ", Name(it.Name), it.Name, it.Func)
+			w.scope = ""
+			w.funcs(&body, "  ", "", []wit.Item{it})
 		case wit.ItemInstance:
+			w.scope = it.Name
 			if m == CapnWeb {
-				fmt.Fprintf(&body, "  %s: {\n", property(Name(it.Name)))
-			}
-			for _, f := range it.Exports {
-				if f.Kind != wit.ItemFunc {
-					continue
-				}
-				if m == CapnWeb {
-					w.method(&body, "    ", Name(f.Name), f.Name, f.Func)
-				} else {
-					w.method(&body, "  ", Name(it.Name)+"."+Name(f.Name), it.Name+"#"+f.Name, f.Func)
-				}
-			}
-			if m == CapnWeb {
+				fmt.Fprintf(&body, "  %s: {\n", Property(Name(it.Name)))
+				w.funcs(&body, "    ", "", it.Exports)
 				body.WriteString("  };\n")
+			} else {
+				w.funcs(&body, "  ", Name(it.Name)+".", it.Exports)
 			}
 		}
+	}
+	for _, st := range w.order {
+		w.declareStub(st)
+	}
+	if len(w.skipped) > 0 {
+		fmt.Fprintf(&body, "  // Not callable with JSON values (they take or return resources, which only a connect() stub can hold): %s.\n", strings.Join(w.skipped, ", "))
 	}
 	var out strings.Builder
 	for _, d := range w.decls {
 		out.WriteString(d)
 	}
-	fmt.Fprintf(&out, "declare const %s: {\n%s};\n", property(name), body.String())
+	fmt.Fprintf(&out, "declare const %s: {\n%s};\n", Property(name), body.String())
 	return out.String()
+}
+
+// stub is an exported resource: its methods become an interface, the methods of its handles.
+type stub struct {
+	ts, res string // the interface's name, the resource's
+	methods []stubMethod
+}
+
+// stubMethod is one method of a stub.
+type stubMethod struct {
+	name, witName string
+	ft            *wit.FuncType
+}
+
+// funcs writes the functions among items, which belong to the current scope; the RPC name of a
+// function is prefix + its name (JSON mapping). A resource's constructor and static functions
+// go into a property named after the resource; its methods into the resource's stub.
+func (w *writer) funcs(b *strings.Builder, indent, prefix string, items []wit.Item) {
+	type statics struct {
+		res   string
+		funcs []wit.Item
+	}
+	var props []*statics
+	for _, f := range items {
+		if f.Kind != wit.ItemFunc {
+			continue
+		}
+		kind, res, fn := wit.SplitResourceFunc(f.Name)
+		switch kind {
+		case "":
+			w.method(b, indent, prefix, Name(f.Name), w.witName(f.Name), f.Func, false)
+		case "[method]": // only a handle (CapnWeb) has methods
+			if w.m == JSON {
+				continue
+			}
+			s := w.stub(res)
+			s.methods = append(s.methods, stubMethod{name: Name(fn), witName: w.witName(f.Name), ft: f.Func})
+		default:
+			i := slices.IndexFunc(props, func(p *statics) bool { return p.res == res })
+			if i < 0 {
+				i = len(props)
+				props = append(props, &statics{res: res})
+			}
+			props[i].funcs = append(props[i].funcs, f)
+		}
+	}
+	for _, p := range props {
+		if w.m == CapnWeb {
+			fmt.Fprintf(b, "%s%s: {\n", indent, Property(Name(p.res)))
+		}
+		for _, f := range p.funcs {
+			kind, _, fn := wit.SplitResourceFunc(f.Name)
+			js := Name(fn)
+			if kind == "[constructor]" {
+				js = "new"
+			}
+			if w.m == CapnWeb {
+				w.method(b, indent+"  ", "", js, w.witName(f.Name), f.Func, false)
+			} else {
+				w.method(b, indent, prefix+Name(p.res)+".", js, w.witName(f.Name), f.Func, false)
+			}
+		}
+		if w.m == CapnWeb {
+			fmt.Fprintf(b, "%s};\n", indent)
+		}
+	}
+}
+
+// witName is the name of an export in the WIT signature comment: "iface#fn" for a function of
+// an interface in the JSON mapping (which flattens interfaces), else its name.
+func (w *writer) witName(name string) string {
+	if w.scope == "" || w.m == CapnWeb {
+		return name
+	}
+	return w.scope + "#" + name
+}
+
+// stub returns the stub of resource res of the current scope, naming it on first use: the
+// resource's name in PascalCase, prefixed with its interface's when another scope took it.
+func (w *writer) stub(res string) *stub {
+	key := w.scope + "#" + res
+	if s := w.stubs[key]; s != nil {
+		return s
+	}
+	n := TypeName(res)
+	if w.stubNames[n] || w.named[n] {
+		n = TypeName(Name(w.scope)) + n
+	}
+	w.stubNames[n] = true
+	s := &stub{ts: n, res: res}
+	w.stubs[key] = s
+	w.order = append(w.order, s)
+	return s
+}
+
+// declareStub adds the interface of s (once every export was seen: its methods are known).
+func (w *writer) declareStub(s *stub) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "/** WIT resource %s: a handle, held as a Cap'n Web stub (dispose it to drop the resource). */\ninterface %s {\n", s.res, s.ts)
+	for _, m := range s.methods {
+		w.method(&b, "  ", "", m.name, m.witName, m.ft, true)
+	}
+	b.WriteString("}\n")
+	w.decls = append(w.decls, b.String())
 }
 
 // DeclareUntyped returns the declarations of a binding whose methods have no WIT types (a JS
 // gadget's): every method takes and returns JSON values.
 func DeclareUntyped(name string, methods []string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "declare const %s: {\n", property(name))
+	fmt.Fprintf(&b, "declare const %s: {\n", Property(name))
 	for _, m := range slices.Sorted(slices.Values(methods)) {
-		fmt.Fprintf(&b, "  %s(...args: unknown[]): Promise<unknown>;\n", property(m))
+		fmt.Fprintf(&b, "  %s(...args: unknown[]): Promise<unknown>;\n", Property(m))
 	}
 	b.WriteString("};\n")
 	return b.String()
 }
 
-// writer collects the named types a declaration uses.
+// writer collects the named types and resource stubs a declaration uses.
 type writer struct {
 	m     Mapping
 	named map[string]bool
 	decls []string
+	// scope is the exported interface being written ("" at top level); stubs are the
+	// resources by scope#name, stubNames the interface names they took.
+	scope     string
+	stubs     map[string]*stub
+	order     []*stub
+	stubNames map[string]bool
+	// skipped are the RPC names of functions the JSON mapping cannot call.
+	skipped []string
 }
 
-// method writes one function as a method signature with a comment holding its WIT signature.
-func (w *writer) method(b *strings.Builder, indent, name, witName string, ft *wit.FuncType) {
-	params := make([]string, len(ft.Params))
-	for i, p := range ft.Params {
-		params[i] = ident(Name(p.Name)) + ": " + w.ts(p.Type, true)
+// method writes one function as a method signature called prefix+name (a property name) with
+// a comment holding its WIT signature; a resource method's `self` is left out (self set).
+func (w *writer) method(b *strings.Builder, indent, prefix, name, witName string, ft *wit.FuncType, self bool) {
+	if w.m == JSON && (slices.ContainsFunc(ft.Params, func(p wit.Param) bool { return isHandle(p.Type) }) || isHandle(ft.Result)) {
+		w.skipped = append(w.skipped, prefix+name)
+		return
+	}
+	in := ft.Params
+	if self && len(in) > 0 {
+		in = in[1:]
+	}
+	params := make([]string, len(in))
+	for i, p := range in {
+		params[i] = Ident(Name(p.Name)) + ": " + w.ts(p.Type, true)
 	}
 	ret, throws := "void", ""
 	if r := ft.Result; r != nil && r.Kind == wit.Result {
@@ -147,7 +273,7 @@ func (w *writer) method(b *strings.Builder, indent, name, witName string, ft *wi
 	if throws != "" {
 		fmt.Fprintf(b, " @throws %s (the result's error)", throws)
 	}
-	fmt.Fprintf(b, " */\n%s%s(%s): Promise<%s>;\n", indent, property(name), strings.Join(params, ", "), ret)
+	fmt.Fprintf(b, " */\n%s%s(%s): Promise<%s>;\n", indent, Property(prefix+name), strings.Join(params, ", "), ret)
 }
 
 // ts renders t; in is true for argument positions.
@@ -155,7 +281,7 @@ func (w *writer) ts(t *wit.Type, in bool) string {
 	if t.Name != "" {
 		switch t.Kind {
 		case wit.Record, wit.Variant, wit.Enum, wit.Flags:
-			n := typeName(t.Name)
+			n := TypeName(t.Name)
 			if w.m == JSON && in && hasBytes(t) {
 				n += "Input" // list<u8> goes in as numbers and comes out as base64
 			}
@@ -198,7 +324,7 @@ func (w *writer) shape(t *wit.Type, in bool) string {
 	case wit.Record:
 		fields := make([]string, len(t.Fields))
 		for i, f := range t.Fields {
-			fields[i] = property(f.Name) + ": " + w.ts(f.Type, in)
+			fields[i] = Property(f.Name) + ": " + w.ts(f.Type, in)
 		}
 		return "{ " + strings.Join(fields, "; ") + " }"
 	case wit.Tuple:
@@ -236,7 +362,9 @@ func (w *writer) shape(t *wit.Type, in bool) string {
 		}
 		return "{ ok: " + ok + " } | { err: " + err + " }"
 	case wit.Own, wit.Borrow:
-		return "number /* handle of resource " + t.Resource + " */"
+		if w.m == CapnWeb { // the JSON mapping declares no function with handles
+			return w.stub(t.Resource).ts
+		}
 	}
 	return "unknown"
 }
@@ -244,6 +372,16 @@ func (w *writer) shape(t *wit.Type, in bool) string {
 // hasBytes reports whether a record holds a list<u8> anywhere (its JSON type differs by
 // direction then).
 func hasBytes(t *wit.Type) bool {
+	return contains(t, func(t *wit.Type) bool { return t.Kind == wit.List && t.Elem.Kind == wit.U8 })
+}
+
+// isHandle reports whether values of type t can hold a resource handle.
+func isHandle(t *wit.Type) bool {
+	return contains(t, func(t *wit.Type) bool { return t.Kind == wit.Own || t.Kind == wit.Borrow })
+}
+
+// contains reports whether t or a type inside it satisfies is.
+func contains(t *wit.Type, is func(*wit.Type) bool) bool {
 	seen := map[*wit.Type]bool{}
 	var walk func(*wit.Type) bool
 	walk = func(t *wit.Type) bool {
@@ -251,7 +389,7 @@ func hasBytes(t *wit.Type) bool {
 			return false
 		}
 		seen[t] = true
-		if t.Kind == wit.List && t.Elem.Kind == wit.U8 {
+		if is(t) {
 			return true
 		}
 		kids := append([]*wit.Type{t.Elem, t.Ok, t.Err}, t.Elems...)
@@ -284,16 +422,19 @@ func isIdent(s string) bool {
 	return s != ""
 }
 
-// property renders a property or method name, quoted unless it is an identifier.
-func property(s string) string {
-	if isIdent(s) {
+// Property renders a property or method name, quoted unless it is an identifier other than
+// `new` (which would declare a constructor in a type).
+func Property(s string) string {
+	if isIdent(s) && s != "new" {
 		return s
 	}
 	return fmt.Sprintf("%q", s)
 }
 
-// ident renders a parameter name (which must be an identifier).
-func ident(s string) string {
+// Ident renders a name as a JavaScript identifier usable for a parameter or a binding: a
+// reserved word or a name that is not an identifier gets a leading underscore ("class" ->
+// "_class").
+func Ident(s string) string {
 	if isIdent(s) && !reserved[s] {
 		return s
 	}

@@ -63,3 +63,55 @@ func TestNames(t *testing.T) {
 		t.Errorf("DeclareUntyped = %q", got)
 	}
 }
+
+// TestResources: over Cap'n Web a resource is a property holding its constructor ("new",
+// quoted: unquoted it would declare a construct signature) and static functions, and its
+// handles are stubs with its methods; two interfaces' resources of one name get distinct
+// stubs. In the JSON mapping the functions with handles are named in a comment only.
+func TestResources(t *testing.T) {
+	own := func(r string) *wit.Type { return &wit.Type{Kind: wit.Own, Resource: r} }
+	borrow := func(r string) *wit.Type { return &wit.Type{Kind: wit.Borrow, Resource: r} }
+	fn := func(name string, res *wit.Type, params ...*wit.Type) wit.Item {
+		ft := &wit.FuncType{Result: res}
+		for i, p := range params {
+			ft.Params = append(ft.Params, wit.Param{Name: string(rune('a' + i)), Type: p})
+		}
+		return wit.Item{Name: name, Kind: wit.ItemFunc, Func: ft}
+	}
+	u32 := &wit.Type{Kind: wit.U32}
+	iface := func(name string) wit.Item {
+		return wit.Item{Name: name, Kind: wit.ItemInstance, Exports: []wit.Item{
+			fn("[constructor]counter", own("counter"), u32),
+			fn("[method]counter.add-one", u32, borrow("counter")),
+			fn("[static]counter.merge", own("counter"), own("counter"), borrow("counter")),
+			fn("total", u32, &wit.Type{Kind: wit.List, Elem: borrow("counter")}),
+			fn("size", u32),
+		}}
+	}
+	exports := []wit.Item{iface("acme:app/api@1.0.0"), iface("acme:app/other@1.0.0")}
+	got := Declare("app", exports, CapnWeb)
+	for _, want := range []string{
+		"interface Counter {\n  /** [method]counter.add-one: func(a: borrow<counter>) -> u32 */\n  addOne(): Promise<number>;\n}",
+		"interface OtherCounter {\n",
+		"  api: {\n    /** total: func(a: list<borrow<counter>>) -> u32 */\n    total(a: Array<Counter>): Promise<number>;\n",
+		"    counter: {\n      /** [constructor]counter: func(a: u32) -> counter */\n      \"new\"(a: number): Promise<Counter>;\n",
+		"      merge(a: Counter, b: Counter): Promise<Counter>;\n    };\n  };\n  other: {",
+		"    total(a: Array<OtherCounter>): Promise<number>;",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("CapnWeb lacks %q:\n%s", want, got)
+		}
+	}
+	got = Declare("app", exports, JSON)
+	for _, want := range []string{
+		"  \"api.size\"(): Promise<number>;\n",
+		"  // Not callable with JSON values (they take or return resources, which only a connect() stub can hold): api.total, api.counter.new, api.counter.merge, other.total, other.counter.new, other.counter.merge.\n};",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("JSON lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "interface") || strings.Contains(got, "addOne") {
+		t.Errorf("JSON declares handles:\n%s", got)
+	}
+}

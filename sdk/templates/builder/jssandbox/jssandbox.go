@@ -1,0 +1,35 @@
+// Package jssandbox runs JavaScript for `atelier build` (builder.Options.RunJS) the way Code
+// Mode runs an agent's snippet: in the embedded QuickJS engine, inside a component instance on
+// a runtime of its own, with no bindings, so that the code reaches no file, network or
+// environment, and the engine's deadline and memory cap stop it.
+package jssandbox
+
+import (
+	"context"
+	"fmt"
+
+	"atelier/host/kernel"
+	"atelier/host/runtime"
+	"atelier/jsruntime"
+)
+
+// Run runs module, an ES module whose default export is an async function, and returns the
+// function's result as encoding/json decodes it. cacheDir keeps the engine's compiled
+// artifacts across runs ("" keeps none).
+func Run(ctx context.Context, cacheDir, module string) (any, error) {
+	rt, err := runtime.New(runtime.Config{CacheDir: cacheDir, Interfaces: kernel.HostInterfaces(nil)})
+	if err != nil {
+		return nil, fmt.Errorf("jssandbox: start runtime: %w", err)
+	}
+	defer rt.Close()
+	eng, err := jsruntime.New(ctx, rt)
+	if err != nil {
+		return nil, fmt.Errorf("jssandbox: %w", err)
+	}
+	defer eng.Close()
+	res, err := eng.ExecuteCode(ctx, jsruntime.Code{Source: module}, jsruntime.Env{}, jsruntime.Limits{})
+	if err != nil {
+		return nil, fmt.Errorf("jssandbox: %w", err)
+	}
+	return res.Value, nil
+}
