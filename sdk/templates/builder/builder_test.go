@@ -234,8 +234,8 @@ func TestBuildErrors(t *testing.T) {
 		}}, []string{"probe/atelier_gatekeeper.c:", "export atelier:gatekeeper/connector@0.1.0 (describe) does not match world probe",
 			"(i32) -> (i32)", "() -> (i32)", "gatekeeper.wit:", "describe: func() -> vendor;"}},
 		{"go gatekeeper world mismatch", "gatekeeper", "go", map[string]func(string) string{"internal/gatekeeper/connector.go": func(s string) string {
-			return strings.Replace(s, "func exportCloseSession(session uint64) { connector().CloseSession(session) }",
-				"func exportCloseSession(session uint32) { connector().CloseSession(uint64(session)) }", 1)
+			return strings.Replace(s, "func exportCloseSession(session uint64) { connector.Registered().CloseSession(session) }",
+				"func exportCloseSession(session uint32) { connector.Registered().CloseSession(uint64(session)) }", 1)
 		}}, []string{"probe/internal/gatekeeper/connector.go:", "(close-session) does not match world probe", "(i32) -> ()", "(i64) -> ()",
 			"gatekeeper.wit:", "close-session: func(session: u64);"}},
 		{"js world mismatch", "gadget", "js", map[string]func(string) string{"app.js": func(s string) string {

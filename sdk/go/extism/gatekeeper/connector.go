@@ -5,63 +5,24 @@ package gatekeeper
 import (
 	"encoding/json"
 
+	"atelier/sdk/go/connector"
 	"atelier/sdk/go/extism"
 )
 
-// Vendor describes the gatekeeper (output of describe).
-type Vendor struct {
-	DisplayName string `json:"displayName"`
-	URL         string `json:"url"`
-	Tagline     string `json:"tagline"`
-	Description string `json:"description"`
-}
-
-// ResourceKind is a kind of resource a user can grant (output of resource_kinds).
-type ResourceKind struct {
-	Kind        string `json:"kind"`
-	Title       string `json:"title"`
-	Description string `json:"description"`
-}
-
-// Resource describes one resource (output of describe_resource).
-type Resource struct {
-	URL                  string `json:"url"`
-	Title                string `json:"title"`
-	Snippet              string `json:"snippet"`
-	SuggestedBindingName string `json:"suggestedBindingName"`
-}
-
-// Connector is what a gatekeeper implements; Register exports it as the plugin functions.
-// The methods mirror the connector functions of atelier:gatekeeper/gatekeeper@0.1.0.
-type Connector interface {
-	Describe() Vendor
-	ResourceKinds() []ResourceKind
-	DescribeResource(url string) (Resource, error)
-	TypeScriptTypes() string
-	OpenSession(url, caller string) (uint64, error)
-	Invoke(session uint64, method, args string) (string, error)
-	CloseSession(session uint64)
-	ApplyAction(id uint64, payload string) (string, error)
-	RejectAction(id uint64, payload string)
-	RevertAction(id uint64, payload string) (string, error)
-}
-
-var impl Connector
+// The types and registration of connector (atelier/sdk/go/connector), shared by both formats.
+type (
+	// Vendor describes the gatekeeper (`connector.vendor`).
+	Vendor = connector.Vendor
+	// ResourceKind is a kind of resource a user can grant (`connector.resource-kind`).
+	ResourceKind = connector.ResourceKind
+	// Resource describes one resource (`connector.resource`).
+	Resource = connector.Resource
+	// Connector is what a gatekeeper implements; Register exports it.
+	Connector = connector.Connector
+)
 
 // Register makes c the gatekeeper's connector. Call it once, from an init function.
-func Register(c Connector) {
-	if impl != nil {
-		panic("gatekeeper: Register called twice")
-	}
-	impl = c
-}
-
-func connector() Connector {
-	if impl == nil {
-		panic("gatekeeper: no connector registered (call gatekeeper.Register in init)")
-	}
-	return impl
-}
+func Register(c Connector) { connector.Register(c) }
 
 // The inputs of the plugin functions.
 type (
@@ -81,13 +42,13 @@ type (
 
 //go:wasmexport describe
 func exportDescribe() int32 {
-	return extism.Export(func(none) (any, error) { return connector().Describe(), nil })
+	return extism.Export(func(none) (any, error) { return connector.Registered().Describe(), nil })
 }
 
 //go:wasmexport resource_kinds
 func exportResourceKinds() int32 {
 	return extism.Export(func(none) (any, error) {
-		kinds := connector().ResourceKinds()
+		kinds := connector.Registered().ResourceKinds()
 		if kinds == nil {
 			kinds = []ResourceKind{}
 		}
@@ -97,23 +58,23 @@ func exportResourceKinds() int32 {
 
 //go:wasmexport describe_resource
 func exportDescribeResource() int32 {
-	return extism.Export(func(in urlIn) (any, error) { return connector().DescribeResource(in.URL) })
+	return extism.Export(func(in urlIn) (any, error) { return connector.Registered().DescribeResource(in.URL) })
 }
 
 //go:wasmexport typescript_types
 func exportTypeScriptTypes() int32 {
-	return extism.Export(func(none) (any, error) { return connector().TypeScriptTypes(), nil })
+	return extism.Export(func(none) (any, error) { return connector.Registered().TypeScriptTypes(), nil })
 }
 
 //go:wasmexport open_session
 func exportOpenSession() int32 {
-	return extism.Export(func(in urlIn) (any, error) { return connector().OpenSession(in.URL, in.Caller) })
+	return extism.Export(func(in urlIn) (any, error) { return connector.Registered().OpenSession(in.URL, in.Caller) })
 }
 
 //go:wasmexport invoke
 func exportInvoke() int32 {
 	return extism.Export(func(in invoke) (any, error) {
-		out, err := connector().Invoke(in.Session, in.Method, string(in.Args))
+		out, err := connector.Registered().Invoke(in.Session, in.Method, string(in.Args))
 		return json.RawMessage(out), err
 	})
 }
@@ -121,25 +82,25 @@ func exportInvoke() int32 {
 //go:wasmexport close_session
 func exportCloseSession() int32 {
 	return extism.Export(func(in session) (any, error) {
-		connector().CloseSession(in.Session)
+		connector.Registered().CloseSession(in.Session)
 		return nil, nil
 	})
 }
 
 //go:wasmexport apply_action
 func exportApplyAction() int32 {
-	return extism.Export(func(in action) (any, error) { return connector().ApplyAction(in.ID, in.Payload) })
+	return extism.Export(func(in action) (any, error) { return connector.Registered().ApplyAction(in.ID, in.Payload) })
 }
 
 //go:wasmexport reject_action
 func exportRejectAction() int32 {
 	return extism.Export(func(in action) (any, error) {
-		connector().RejectAction(in.ID, in.Payload)
+		connector.Registered().RejectAction(in.ID, in.Payload)
 		return nil, nil
 	})
 }
 
 //go:wasmexport revert_action
 func exportRevertAction() int32 {
-	return extism.Export(func(in action) (any, error) { return connector().RevertAction(in.ID, in.Payload) })
+	return extism.Export(func(in action) (any, error) { return connector.Registered().RevertAction(in.ID, in.Payload) })
 }

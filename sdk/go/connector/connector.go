@@ -1,0 +1,62 @@
+// Package connector is what a Go gatekeeper implements, in either of its formats: a component
+// of the atelier:gatekeeper world (atelier/sdk/go/gatekeeper) or an Extism plugin
+// (atelier/sdk/go/extism/gatekeeper). Both SDKs register a Connector here and export it, so
+// one connector builds unchanged against either; authors use the types through the SDK they
+// build with (gatekeeper.Vendor, gatekeeper.Register, ...).
+package connector
+
+// Vendor describes the gatekeeper (`connector.vendor`, the output of describe).
+type Vendor struct {
+	DisplayName string `json:"displayName"`
+	URL         string `json:"url"`
+	Tagline     string `json:"tagline"`
+	Description string `json:"description"`
+}
+
+// ResourceKind is a kind of resource a user can grant (`connector.resource-kind`).
+type ResourceKind struct {
+	Kind        string `json:"kind"`
+	Title       string `json:"title"`
+	Description string `json:"description"`
+}
+
+// Resource describes one resource (`connector.resource`, the output of describe-resource).
+type Resource struct {
+	URL                  string `json:"url"`
+	Title                string `json:"title"`
+	Snippet              string `json:"snippet"`
+	SuggestedBindingName string `json:"suggestedBindingName"`
+}
+
+// Connector is what a gatekeeper implements. Its methods mirror the functions of the WIT
+// interface atelier:gatekeeper/connector@0.1.0.
+type Connector interface {
+	Describe() Vendor
+	ResourceKinds() []ResourceKind
+	DescribeResource(url string) (Resource, error)
+	TypeScriptTypes() string
+	OpenSession(url, caller string) (uint64, error)
+	Invoke(session uint64, method, args string) (string, error)
+	CloseSession(session uint64)
+	ApplyAction(id uint64, payload string) (string, error)
+	RejectAction(id uint64, payload string)
+	RevertAction(id uint64, payload string) (string, error)
+}
+
+var registered Connector
+
+// Register makes c the gatekeeper's connector. Call it once, from an init function.
+func Register(c Connector) {
+	if registered != nil {
+		panic("gatekeeper: Register called twice")
+	}
+	registered = c
+}
+
+// Registered returns the connector Register was given; it panics when there is none.
+func Registered() Connector {
+	if registered == nil {
+		panic("gatekeeper: no connector registered (call gatekeeper.Register in init)")
+	}
+	return registered
+}
