@@ -203,10 +203,7 @@ func (w *Workspace) BindGatekeeper(ctx context.Context, gadget, name, accountID 
 // UnbindGatekeeper removes a gatekeeper binding; its live session is closed.
 func (w *Workspace) UnbindGatekeeper(ctx context.Context, gadget, name string) error {
 	return w.enter(ctx, store.RoleBuild, "unbindGatekeeper", func(ov *overseer) error {
-		g, err := ov.gadgetByName(gadget)
-		if err == nil {
-			err = w.p.checkGadget(w.id, gadget)
-		}
+		g, err := w.scopedGadget(ov, gadget)
 		if err != nil {
 			return err
 		}
@@ -229,10 +226,15 @@ type GatekeeperBindingInfo struct {
 
 // ListGatekeeperBindings lists the gatekeeper bindings of the workspace's gadgets (an agent's:
 // those in its scope), by gadget and name. Role use: the bindings act for everyone who calls
-// the gadget, so whoever may call it may see with which account.
+// the gadget, so whoever may call it may see with which account; the account's resource (a URL,
+// which may itself grant access) is shown only to callers with the build role.
 func (w *Workspace) ListGatekeeperBindings(ctx context.Context) ([]GatekeeperBindingInfo, error) {
 	out := []GatekeeperBindingInfo{}
 	err := w.enter(ctx, store.RoleUse, "listGatekeeperBindings", func(ov *overseer) error {
+		role, err := ov.roleOf(w.p)
+		if err != nil {
+			return err
+		}
 		gs, err := ov.gadgetsOf(w.p)
 		if err != nil {
 			return err
@@ -242,6 +244,9 @@ func (w *Workspace) ListGatekeeperBindings(ctx context.Context) ([]GatekeeperBin
 				info, err := w.k.gatekeeperBinding(ctx, g.Name, name, account)
 				if err != nil {
 					return err
+				}
+				if !role.Allows(store.RoleBuild) {
+					info.Resource = ""
 				}
 				out = append(out, info)
 			}
@@ -266,8 +271,12 @@ func (k *Kernel) gatekeeperBinding(ctx context.Context, gadget, name, account st
 		return info, wrapErr(err, "binding %s.%s", gadget, name)
 	}
 	info.Owner, info.Resource = k.username(ctx, acct.Owner), acct.Resource
-	if rec, _, err := k.st.Gatekeeper(ctx, acct.Gatekeeper); err == nil {
+	rec, _, err := k.st.Gatekeeper(ctx, acct.Gatekeeper)
+	switch {
+	case err == nil:
 		info.Gatekeeper = rec.Name
+	case !errors.Is(err, store.ErrNotFound): // a removed gatekeeper leaves the name blank
+		return info, wrapErr(err, "binding %s.%s: gatekeeper of account %s", gadget, name, account)
 	}
 	return info, nil
 }

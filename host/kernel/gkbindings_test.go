@@ -41,9 +41,11 @@ var probeManifest = gatekeeper.Manifest{
 }
 
 // TestListGatekeeperBindings: the members of a workspace (use role included) list its
-// gadgets' gatekeeper bindings with the account's owner, gatekeeper and resource; an agent
-// sees only the gadgets in its scope; a stranger, and a member of another workspace, are
-// refused; unbinding removes the entry and a disconnected account shows as missing.
+// gadgets' gatekeeper bindings with the account's owner and gatekeeper, and those with the
+// build role the account's resource; an agent sees only the gadgets in its scope and may not
+// unbind outside it (nor learn there whether a gadget exists); a stranger is refused and
+// another workspace lists none of them; unbinding removes the entry and a disconnected
+// account shows as missing.
 func TestListGatekeeperBindings(t *testing.T) {
 	dir := t.TempDir()
 	s := startServer(t, filepath.Join(dir, "a.db"), withGatekeepers(t, dir))
@@ -72,7 +74,8 @@ func TestListGatekeeperBindings(t *testing.T) {
 	await(t, ws.Call(ctx, "bindGatekeeper", "a", "work", acct))
 	await(t, ws.Call(ctx, "bindGatekeeper", "a", "diary", acct))
 
-	want := func(who *capnweb.Promise, names ...string) {
+	const resource = "http://127.0.0.1:9/notebooks/work"
+	want := func(who *capnweb.Promise, resource any, names ...string) { // resource nil: not shown
 		t.Helper()
 		got := await(t, who.Call(ctx, "listGatekeeperBindings")).([]any)
 		if len(got) != len(names)/2 {
@@ -81,19 +84,26 @@ func TestListGatekeeperBindings(t *testing.T) {
 		for i, b := range got {
 			m := b.(map[string]any)
 			if m["gadget"] != names[2*i] || m["name"] != names[2*i+1] || m["account"] != acct || m["owner"] != "ada" ||
-				m["gatekeeper"] != "probe" || m["resource"] != "http://127.0.0.1:9/notebooks/work" || m["missing"] != nil {
-				t.Fatalf("binding %d = %v, want %s.%s with ada's account", i, m, names[2*i], names[2*i+1])
+				m["gatekeeper"] != "probe" || m["resource"] != resource || m["missing"] != nil {
+				t.Fatalf("binding %d = %v, want %s.%s with ada's account and resource %v", i, m, names[2*i], names[2*i+1], resource)
 			}
 		}
 	}
-	want(ws, "a", "diary", "a", "work", "b", "notes")
+	want(ws, resource, "a", "diary", "a", "work", "b", "notes")
 
-	// A use collaborator lists them too; an agent scoped to gadget b sees b's only.
+	// A use collaborator lists them too, without the resource; an agent scoped to gadget b
+	// sees b's only, and one with the build role cannot unbind a's nor probe for gadgets.
 	bob := s.user(t, "bob")
 	await(t, ws.Call(ctx, "addCollaborator", "bob", "use"))
-	want(bob.Call(ctx, "openWorkspace", id), "a", "diary", "a", "work", "b", "notes")
+	want(bob.Call(ctx, "openWorkspace", id), nil, "a", "diary", "a", "work", "b", "notes")
 	ag := await(t, ada.Call(ctx, "createAgent", "helper", map[string]any{"workspaces": map[string]any{id: map[string]any{"role": "use", "gadgets": []any{"b"}}}})).(map[string]any)
-	want(s.dial(t).Call(ctx, "authenticate", ag["token"]).Call(ctx, "openWorkspace", id), "b", "notes")
+	want(s.dial(t).Call(ctx, "authenticate", ag["token"]).Call(ctx, "openWorkspace", id), nil, "b", "notes")
+	builder := await(t, ada.Call(ctx, "createAgent", "builder", map[string]any{"workspaces": map[string]any{id: map[string]any{"role": "build", "gadgets": []any{"b"}}}})).(map[string]any)
+	bws := s.dial(t).Call(ctx, "authenticate", builder["token"]).Call(ctx, "openWorkspace", id)
+	want(bws, resource, "b", "notes")
+	refused(t, bws.Call(ctx, "unbindGatekeeper", "a", "work"), "FORBIDDEN", "outside its scope")
+	refused(t, bws.Call(ctx, "unbindGatekeeper", "nosuch", "work"), "FORBIDDEN", "outside its scope")
+	refused(t, bws.Call(ctx, "unbind", "nosuch", "x"), "FORBIDDEN", "outside its scope")
 
 	// A stranger cannot list them, nor can eve through her own workspace's id.
 	eve := s.user(t, "eve")
@@ -106,7 +116,7 @@ func TestListGatekeeperBindings(t *testing.T) {
 
 	// Unbinding removes the entry; a disconnected account shows as missing.
 	await(t, ws.Call(ctx, "unbindGatekeeper", "a", "diary"))
-	want(ws, "a", "work", "b", "notes")
+	want(ws, resource, "a", "work", "b", "notes")
 	await(t, ada.Call(ctx, "disconnectAccount", acct))
 	got := await(t, ws.Call(ctx, "listGatekeeperBindings")).([]any)
 	if len(got) != 2 || got[0].(map[string]any)["missing"] != true || got[0].(map[string]any)["owner"] != nil {

@@ -197,10 +197,7 @@ func (w *Workspace) Bind(ctx context.Context, gadget, name, target string) error
 // Unbind removes a binding.
 func (w *Workspace) Unbind(ctx context.Context, gadget, name string) error {
 	return w.enter(ctx, store.RoleBuild, "unbind", func(ov *overseer) error {
-		g, err := ov.gadgetByName(gadget)
-		if err == nil {
-			err = w.p.checkGadget(w.id, gadget)
-		}
+		g, err := w.scopedGadget(ov, gadget)
 		if err != nil {
 			return err
 		}
@@ -209,7 +206,20 @@ func (w *Workspace) Unbind(ctx context.Context, gadget, name string) error {
 	})
 }
 
+// scopedGadget returns the record of gadget name if the caller's scope includes it. The scope
+// is checked first, so that an agent learns nothing of the gadgets outside it (not even
+// whether they exist).
+func (w *Workspace) scopedGadget(ov *overseer, name string) (store.Gadget, error) {
+	if err := w.p.checkGadget(w.id, name); err != nil {
+		return store.Gadget{}, err
+	}
+	return ov.gadgetByName(name)
+}
+
 func (w *Workspace) twoGadgets(ov *overseer, a, b string) (store.Gadget, store.Gadget, error) {
+	if err := errors.Join(w.p.checkGadget(w.id, a), w.p.checkGadget(w.id, b)); err != nil {
+		return store.Gadget{}, store.Gadget{}, fail(CodeForbidden, "%v", err)
+	}
 	ga, err := ov.gadgetByName(a)
 	if err != nil {
 		return store.Gadget{}, store.Gadget{}, err
@@ -217,9 +227,6 @@ func (w *Workspace) twoGadgets(ov *overseer, a, b string) (store.Gadget, store.G
 	gb, err := ov.gadgetByName(b)
 	if err != nil {
 		return store.Gadget{}, store.Gadget{}, err
-	}
-	if err := errors.Join(w.p.checkGadget(w.id, a), w.p.checkGadget(w.id, b)); err != nil {
-		return store.Gadget{}, store.Gadget{}, fail(CodeForbidden, "%v", err)
 	}
 	return ga, gb, nil
 }
