@@ -198,6 +198,8 @@ func (k *Kernel) WriteMetrics(t *metrics.TextWriter) {
 	}
 	t.Family("atelier_gadget_instances_live", metrics.Gauge, "Gadget instances loaded now.")
 	t.Sample("atelier_gadget_instances_live", nil, float64(live))
+	t.Family("atelier_subscriptions", metrics.Gauge, "Live event and console subscriptions of clients, UIs and agents.")
+	t.Sample("atelier_subscriptions", nil, float64(k.hub.count()))
 	if k.cfg.Cluster != nil {
 		k.cfg.Cluster.WriteMetrics(t)
 	}

@@ -151,6 +151,7 @@ func TestMetricsCountEveryCallPath(t *testing.T) {
 		`atelier_gadget_call_duration_seconds_bucket{workspace="` + wsID + `",gadget="caller",le="+Inf"} 2` + "\n",
 		`atelier_gadget_instances_started_total{workspace="` + wsID + `",gadget="caller"} 1` + "\n",
 		"atelier_gadget_instances_live 2\n",
+		"# TYPE atelier_subscriptions gauge\n",
 		"# TYPE atelier_capnweb_sessions_open gauge\n",
 		"# TYPE atelier_uptime_seconds gauge\n",
 	} {

@@ -164,8 +164,10 @@ type probeReport struct {
 // the parent's DOM, top navigation, storage, cookies, a popup, a form post, and navigating
 // itself elsewhere. Each must be refused the way the browser reports it (an exception, the CSP
 // violation of that very URL, or Chromium's message about the sandbox), nothing may reach the
-// outside server or the outside UDP socket, and the shell must stay where it was; the frame's
-// own gadget calls must work, and the frame must not reach the Gadget's management methods.
+// outside server or the outside UDP socket, and the shell must stay where it was; a nested
+// frame that forges the frame's hello and handshake must get no answer from the shell; the
+// frame's own gadget calls must work, and the frame must not reach the Gadget's management
+// methods.
 func TestGadgetFrameSandbox(t *testing.T) {
 	h := newHarness(t)
 	out := newOutside(t)
@@ -257,6 +259,11 @@ func TestGadgetFrameSandbox(t *testing.T) {
 	// The frame document's first script does run in a nested frame, and removes WebRTC there.
 	if a := rep.Attempts["rtc.nested-first-script"]; !strings.Contains(a.Detail, "in the nested frame: TypeError: RTCPeerConnection is undefined") {
 		t.Errorf("in a nested frame running the frame's first script: %s %s", a.Outcome, a.Detail)
+	}
+
+	// A nested frame forging the frame's hello and handshake to the shell gets no answer.
+	if a := rep.Attempts["forged.handshake"]; a.Outcome != "threw" || !strings.Contains(a.Detail, "in the nested frame: no answer from the shell") {
+		t.Errorf("a nested frame forged the gadget frame's hello and handshake: %s %s", a.Outcome, a.Detail)
 	}
 
 	// The frame's own gadget.

@@ -166,20 +166,20 @@ await attempt("rtc.blank-frame", () => {
   document.body.append(f);
   return rtc("RTCPeerConnection", STUN, f.contentWindow); // a nested frame's initial about:blank
 });
-// A nested srcdoc frame (frame-src does not stop srcdoc) has a realm of its own; code reports
-// back with postMessage what its WebRTC attempt did.
+// A nested srcdoc frame (frame-src does not stop srcdoc) has a realm of its own; code there
+// reports back with postMessage {outcome, detail} (as attempt() records them).
 const rtcCode = `${rtc}
 rtc("RTCPeerConnection", ${JSON.stringify(STUN)}).then(
-  (ok) => parent.postMessage({ rtc: "allowed", detail: ok }, "*"),
-  (e) => parent.postMessage({ rtc: "threw", detail: e.name + ": " + e.message }, "*"));`;
+  (ok) => parent.postMessage({ outcome: "allowed", detail: ok }, "*"),
+  (e) => parent.postMessage({ outcome: "threw", detail: e.name + ": " + e.message }, "*"));`;
 function nested(srcdoc, onMessage = () => {}) {
   return new Promise((resolve, reject) => {
     const f = document.createElement("iframe");
     const done = (ev) => {
       if (ev.source !== f.contentWindow) return;
-      if (!ev.data || !ev.data.rtc) return onMessage(ev);
+      if (!ev.data || !ev.data.outcome) return onMessage(ev);
       removeEventListener("message", done);
-      if (ev.data.rtc === "allowed") resolve(ev.data.detail);
+      if (ev.data.outcome === "allowed") resolve(ev.data.detail);
       else reject(new Error(`in the nested frame: ${ev.data.detail}`));
     };
     addEventListener("message", done);
@@ -194,9 +194,26 @@ await attempt("rtc.nested-data", () => nested(`<script src="${dataScript}"><\/sc
 // The one script the frame's policy runs from markup is the frame document's own first script;
 // a nested frame may carry it too, and feed it code as the shell does.
 const first = document.querySelector("script:not([src])");
-await attempt("rtc.nested-first-script", () => nested(`<script>${first.textContent}<\/script>`, (ev) => {
-  if (ev.data === "atelier:gadget-frame") ev.source.postMessage({ type: "atelier:gadget-scripts", scripts: [rtcCode] }, "*");
-}));
+const feed = (code) => (ev) => {
+  if (ev.data === "atelier:gadget-frame") ev.source.postMessage({ type: "atelier:gadget-scripts", scripts: [code] }, "*");
+};
+await attempt("rtc.nested-first-script", () => nested(`<script>${first.textContent}<\/script>`, feed(rtcCode)));
+
+// The shell's side of the bridge: a nested frame (an opaque origin too) forges this frame's
+// hello and handshake to the shell. The shell answers its own frame's window only: no scripts
+// come back, and no reply on the forged port to a call of the gadget's list method.
+const forgeCode = `const answers = [];
+addEventListener("message", (ev) => {
+  if (ev.source === top) answers.push("the shell answered the hello with " + JSON.stringify(ev.data).slice(0, 80));
+});
+const ch = new MessageChannel();
+ch.port1.onmessage = (ev) => answers.push("the shell answered on the forged port: " + JSON.stringify(ev.data).slice(0, 200));
+top.postMessage("atelier:gadget-frame", "*");
+top.postMessage("atelier:gadget-handshake", "*", [ch.port2]);
+ch.port1.postMessage(["push", ["pipeline", 0, ["list"], []]]);
+ch.port1.postMessage(["pull", 1]);
+setTimeout(() => parent.postMessage(answers.length ? { outcome: "allowed", detail: answers.join("; ") } : { outcome: "threw", detail: "no answer from the shell" }, "*"), 3000);`;
+await attempt("forged.handshake", () => nested(`<script>${first.textContent}<\/script>`, feed(forgeCode)));
 
 // What the frame may do: call its own gadget's exports, and nothing else of the Gadget.
 await attempt("gadget.delete", () => gadget.delete()); // not an export: the frame reaches only its gadget's methods

@@ -1,10 +1,14 @@
 // Bindings: gadget -> gadget and gadget -> gatekeeper account, each listed with Unbind, and
 // the forms that bind.
-import { h, replace, form, select, field, attempt, toast } from "../dom.js";
+import { h, replace, form, select, field, attempt, toast, errorText } from "../dom.js";
 
-/** The gatekeeper bindings as a table with an Unbind button each. */
-function gatekeeperTable(ctx, bindings) {
+/**
+ * The gatekeeper bindings as a table with an Unbind button each, or the error ({err}) that
+ * listing them ended in: the rest of the tab works without them.
+ */
+function gatekeeperTable(ctx, { bindings, err }) {
   const { ws } = ctx;
+  if (err) return h("p", { class: "muted", id: "gatekeeper-bindings-error" }, `The gatekeeper bindings could not be listed: ${errorText(err)}`);
   if (bindings.length === 0) return h("p", { class: "muted" }, "No gadget reaches a gatekeeper account.");
   return h("table", { class: "list", id: "gatekeeper-bindings" },
     h("thead", null, h("tr", null, ["Gadget", "Name", "Gatekeeper", "Account", ""].map((t) => h("th", null, t)))),
@@ -30,7 +34,11 @@ function gatekeeperTable(ctx, bindings) {
 
 export async function renderBindings(el, ctx) {
   const { ws, api } = ctx;
-  const [gadgets, gkBindings, accounts] = await Promise.all([ws.listGadgets(), ws.listGatekeeperBindings(), api.listAccounts().catch(() => [])]);
+  const [gadgets, gkBindings, accounts] = await Promise.all([
+    ws.listGadgets(),
+    ws.listGatekeeperBindings().then((bindings) => ({ bindings }), (err) => ({ err })),
+    api.listAccounts().catch(() => []),
+  ]);
   const names = gadgets.map((g) => [g.name, g.name]);
   const rows = gadgets.flatMap((g) =>
     Object.entries(g.bindings || {}).map(([name, target]) =>

@@ -10,17 +10,24 @@ export async function renderGadget(el, ctx) {
   const info = await gadget.info();
   const build = role !== "use";
 
-  // The frame's bridge looks the stubs up on every call, in the session of the moment.
-  let appEpoch = -1;
-  let app = null;
-  const current = () => conn.api.openWorkspace(wsId).gadget(name);
-  const currentApp = () => {
-    if (appEpoch !== conn.epoch) {
-      app = current().connect();
-      appEpoch = conn.epoch;
-    }
-    return app;
+  // The frame's bridge looks the stubs up on every call, in the session of the moment: one
+  // Workspace, Gadget and connect() stub per session, released with the next or on cleanup.
+  let live = { epoch: -1, stubs: [] };
+  const release = () => {
+    for (const stub of live.stubs.reverse()) stub[Symbol.dispose]();
+    live = { epoch: -1, stubs: [] };
   };
+  const stubs = () => {
+    if (live.epoch !== conn.epoch) {
+      release();
+      const w = conn.api.openWorkspace(wsId);
+      const g = w.gadget(name);
+      live = { epoch: conn.epoch, stubs: [w, g, g.connect()] };
+    }
+    return live.stubs;
+  };
+  const current = () => stubs()[1];
+  const currentApp = () => stubs()[2];
 
   const uiBox = h("div", { class: "gadget-ui", id: "gadget-ui" });
   let client = null;
@@ -31,6 +38,7 @@ export async function renderGadget(el, ctx) {
   }
   if (client) {
     ctx.onCleanup(mountGadgetFrame(uiBox, { title: `${name} UI`, source: client.source, gadget: current, app: currentApp }));
+    ctx.onCleanup(release); // after the frame's bridge has closed
   } else if (client === null && !uiBox.firstChild) {
     replace(uiBox, h("p", { class: "muted" }, "This gadget has no UI: it ships no client.js. Its methods are below."));
   }
