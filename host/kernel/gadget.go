@@ -247,7 +247,7 @@ func exportNames(items []wit.Item) (map[string]exportFunc, map[string]*resourceT
 	out := map[string]exportFunc{}
 	types := map[string]*resourceType{}
 	add := func(scope, prefix, call string, f wit.Item) {
-		fn := exportFunc{name: call, ft: f.Func, scope: scope, res: funcHasResource(f.Func)}
+		fn := exportFunc{name: call, ft: f.Func, scope: scope, res: wit.FuncHasResource(f.Func)}
 		kind, res, name := wit.SplitResourceFunc(f.Name)
 		switch kind {
 		case "[constructor]":

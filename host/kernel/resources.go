@@ -37,55 +37,11 @@ type resourceType struct {
 // the exported interface scope.
 func resourceKey(scope, name string) string { return scope + "#" + name }
 
-// hasResource reports whether values of type t can hold a resource.
-func hasResource(t *wit.Type) bool {
-	if t == nil {
-		return false
-	}
-	switch t.Kind {
-	case wit.Own, wit.Borrow:
-		return true
-	case wit.List, wit.Option:
-		return hasResource(t.Elem)
-	case wit.Result:
-		return hasResource(t.Ok) || hasResource(t.Err)
-	}
-	for _, f := range t.Fields {
-		if hasResource(f.Type) {
-			return true
-		}
-	}
-	for _, e := range t.Elems {
-		if hasResource(e) {
-			return true
-		}
-	}
-	for _, c := range t.Cases {
-		if hasResource(c.Type) {
-			return true
-		}
-	}
-	return false
-}
-
-// funcHasResource reports whether a function takes or returns a resource.
-func funcHasResource(ft *wit.FuncType) bool {
-	if ft == nil {
-		return false
-	}
-	for _, p := range ft.Params {
-		if hasResource(p.Type) {
-			return true
-		}
-	}
-	return hasResource(ft.Result)
-}
-
 // mapResources returns v, a value of type t, with each value at an own<R> or borrow<R>
 // position replaced by f's result. Parts of v whose type holds no resource, or whose shape
 // does not fit t (lowering reports those), are kept as they are.
 func mapResources(t *wit.Type, v any, f func(t *wit.Type, v any) (any, error)) (any, error) {
-	if !hasResource(t) || v == nil {
+	if !wit.HasResource(t) || v == nil {
 		return v, nil
 	}
 	seq := func(elem func(int) *wit.Type) (any, error) {
@@ -359,7 +315,7 @@ func (c *rpcCall) invoke(ctx context.Context, a *actor) (any, error) {
 			a.comp.live--
 		}
 	}
-	if err != nil || !hasResource(c.fn.ft.Result) {
+	if err != nil || !wit.HasResource(c.fn.ft.Result) {
 		return res, err
 	}
 	rt := c.fn.ft.Result

@@ -1,5 +1,5 @@
 // Package docs_test runs the code blocks of the project's documentation. Each fenced block
-// gets a plan (plan.go's rules, in plan_test.go): shell blocks and Cap'n Web client blocks run in
+// gets a plan (the rules in plan_test.go): shell blocks and Cap'n Web client blocks run in
 // order, document by document, against a real `atelier serve` (run_test.go); files a tutorial
 // has the reader write are written and then built by the document's own commands; Go is
 // compiled (go vet) in a scratch module; WIT is loaded with the project's packages; manifests
@@ -98,8 +98,8 @@ func blocks(t *testing.T, root, file string) []block {
 }
 
 // TestCodeBlocks plans every block of the documentation, fails on a block that is neither
-// handled nor marked not run, and runs the checks that need no server: WIT, Go, manifests,
-// declarations and the CSP. Shell, Node and file blocks run in TestDocsRun.
+// handled nor marked not run, and runs the checks that need no server: WIT, Go, manifests and
+// declarations. Shell, Node and file blocks, and the CSP, are checked in TestDocsRun.
 func TestCodeBlocks(t *testing.T) {
 	root, err := capnwebtests.ModuleRoot()
 	if err != nil {

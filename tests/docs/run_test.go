@@ -364,6 +364,9 @@ func (s *session) run(cmd *exec.Cmd, timeout time.Duration) (string, error) {
 		cmd.Dir = s.cwd()
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A process the block leaves in the background holds the output pipe open: Wait returns
+	// this long after the shell exits instead of waiting for it, and the kill below ends it.
+	cmd.WaitDelay = 2 * time.Second
 	if err := cmd.Start(); err != nil {
 		return "", err
 	}
@@ -372,6 +375,9 @@ func (s *session) run(cmd *exec.Cmd, timeout time.Duration) (string, error) {
 	var err error
 	select {
 	case err = <-done:
+		if errors.Is(err, exec.ErrWaitDelay) { // the shell exited 0; its background is killed below
+			err = nil
+		}
 	case <-ctx.Done():
 		err = fmt.Errorf("still running after %v", timeout)
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)

@@ -41,3 +41,47 @@ func SplitResourceFunc(name string) (kind, res, fn string) {
 	}
 	return "", "", ""
 }
+
+// HasResource reports whether values of type t can hold a resource handle (own or borrow).
+func HasResource(t *Type) bool {
+	if t == nil {
+		return false
+	}
+	switch t.Kind {
+	case Own, Borrow:
+		return true
+	case List, Option:
+		return HasResource(t.Elem)
+	case Result:
+		return HasResource(t.Ok) || HasResource(t.Err)
+	}
+	for _, f := range t.Fields {
+		if HasResource(f.Type) {
+			return true
+		}
+	}
+	for _, e := range t.Elems {
+		if HasResource(e) {
+			return true
+		}
+	}
+	for _, c := range t.Cases {
+		if HasResource(c.Type) {
+			return true
+		}
+	}
+	return false
+}
+
+// FuncHasResource reports whether a function of type ft takes or returns a resource handle.
+func FuncHasResource(ft *FuncType) bool {
+	if ft == nil {
+		return false
+	}
+	for _, p := range ft.Params {
+		if HasResource(p.Type) {
+			return true
+		}
+	}
+	return HasResource(ft.Result)
+}

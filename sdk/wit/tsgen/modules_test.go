@@ -28,7 +28,7 @@ func typeCheck(t *testing.T, dir string, files ...string) {
 		t.Fatalf("TypeScript is not installed (%v): run scripts/setup.sh --deps", err)
 	}
 	args := append([]string{"--strict", "--noEmit", "--target", "es2022", "--module", "es2022",
-		"--moduleResolution", "bundler", "--lib", "es2022", "--types", ""}, files...)
+		"--moduleResolution", "bundler", "--lib", "es2022,esnext.disposable", "--types", ""}, files...)
 	cmd := exec.Command(tsc, args...)
 	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {

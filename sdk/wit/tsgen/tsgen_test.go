@@ -92,7 +92,7 @@ world app { export canvas; }
 			`type Shape = { tag: "dot" } | { tag: "circle"; val: number };`,
 			`type Style = Array<"bold" | "dashed">;`,
 			"/** WIT resource pen: a handle, held as a Cap'n Web stub (dispose it to drop the resource). */\ninterface Pen {\n" +
-				"  /** [method]pen.line: func(self: borrow<pen>, to: tuple<s32, s32>) */\n  line(to: [number, number]): Promise<void>;\n}",
+				"  /** [method]pen.line: func(self: borrow<pen>, to: tuple<s32, s32>) */\n  line(to: [number, number]): Promise<void>;\n  /** Drops the handle: the resource's destructor runs in the gadget, once. */\n  [Symbol.dispose](): void;\n}",
 			"  canvas: {\n    /** draw: func(s: shape, st: style, l: list<tuple<string, u8>>, p: borrow<pen>) */\n" +
 				"    draw(s: Shape, st: Style, l: Array<[string, number]>, p: Pen): Promise<void>;\n    pen: {\n" +
 				"      /** [constructor]pen: func(width: u32) -> pen */\n      \"new\"(width: number): Promise<Pen>;\n",

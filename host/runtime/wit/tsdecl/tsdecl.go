@@ -211,7 +211,7 @@ func (w *writer) declareStub(s *stub) {
 	for _, m := range s.methods {
 		w.method(&b, "  ", "", m.name, m.witName, m.ft, true)
 	}
-	b.WriteString("}\n")
+	b.WriteString("  /** Drops the handle: the resource's destructor runs in the gadget, once. */\n  [Symbol.dispose](): void;\n}\n")
 	w.decls = append(w.decls, b.String())
 }
 
@@ -245,7 +245,7 @@ type writer struct {
 // method writes one function as a method signature called prefix+name (a property name) with
 // a comment holding its WIT signature; a resource method's `self` is left out (self set).
 func (w *writer) method(b *strings.Builder, indent, prefix, name, witName string, ft *wit.FuncType, self bool) {
-	if w.m == JSON && (slices.ContainsFunc(ft.Params, func(p wit.Param) bool { return isHandle(p.Type) }) || isHandle(ft.Result)) {
+	if w.m == JSON && wit.FuncHasResource(ft) {
 		w.skipped = append(w.skipped, prefix+name)
 		return
 	}
@@ -373,11 +373,6 @@ func (w *writer) shape(t *wit.Type, in bool) string {
 // direction then).
 func hasBytes(t *wit.Type) bool {
 	return contains(t, func(t *wit.Type) bool { return t.Kind == wit.List && t.Elem.Kind == wit.U8 })
-}
-
-// isHandle reports whether values of type t can hold a resource handle.
-func isHandle(t *wit.Type) bool {
-	return contains(t, func(t *wit.Type) bool { return t.Kind == wit.Own || t.Kind == wit.Borrow })
 }
 
 // contains reports whether t or a type inside it satisfies is.

@@ -91,7 +91,7 @@ func TestResources(t *testing.T) {
 	exports := []wit.Item{iface("acme:app/api@1.0.0"), iface("acme:app/other@1.0.0")}
 	got := Declare("app", exports, CapnWeb)
 	for _, want := range []string{
-		"interface Counter {\n  /** [method]counter.add-one: func(a: borrow<counter>) -> u32 */\n  addOne(): Promise<number>;\n}",
+		"interface Counter {\n  /** [method]counter.add-one: func(a: borrow<counter>) -> u32 */\n  addOne(): Promise<number>;\n  /** Drops the handle: the resource's destructor runs in the gadget, once. */\n  [Symbol.dispose](): void;\n}",
 		"interface OtherCounter {\n",
 		"  api: {\n    /** total: func(a: list<borrow<counter>>) -> u32 */\n    total(a: Array<Counter>): Promise<number>;\n",
 		"    counter: {\n      /** [constructor]counter: func(a: u32) -> counter */\n      \"new\"(a: number): Promise<Counter>;\n",
