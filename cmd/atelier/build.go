@@ -15,6 +15,7 @@ import (
 	"atelier/host/gatekeeper"
 	"atelier/host/gatekeeper/extism"
 	"atelier/host/runtime"
+	"atelier/sdk/templates"
 	"atelier/sdk/templates/builder"
 	"atelier/sdk/templates/builder/jssandbox"
 )
@@ -135,12 +136,13 @@ func checkGadget(ctx context.Context, dir string, res *builder.Result, cacheDir 
 	return errors.New(strings.Join(msgs, "\n"))
 }
 
-// buildFormat is the package format of atelier.json's format ("" is a component).
-func buildFormat(format string) string {
-	if format == "" {
-		return gatekeeper.FormatComponent
-	}
-	return format
+// packageFormats maps the formats of atelier.json (sdk/templates' names, which
+// builder.ReadConfig has checked) to the package formats of manifest.json (host/gatekeeper's).
+// The two packages do not import each other; this is where their names meet.
+var packageFormats = map[string]string{
+	"":                        gatekeeper.FormatComponent,
+	templates.FormatComponent: gatekeeper.FormatComponent,
+	templates.FormatExtism:    gatekeeper.FormatExtism,
 }
 
 // unjoin returns the errors an errors.Join holds, or err alone.
@@ -220,7 +222,11 @@ func packGatekeeper(ctx context.Context, dir, format string, wasm []byte, cacheD
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, gatekeeper.ManifestFile), err)
 	}
-	if got, want := m.PackageFormat(), buildFormat(format); got != want {
+	want, ok := packageFormats[format]
+	if !ok {
+		return nil, fmt.Errorf("%s: format %q has no gatekeeper package format", builder.ConfigFile, format)
+	}
+	if got := m.PackageFormat(); got != want {
 		return nil, fmt.Errorf("%s says format %s but %s says %s: make them agree (\"format\": %q in both for an Extism plugin, in neither for a component)",
 			filepath.Join(dir, gatekeeper.ManifestFile), got, builder.ConfigFile, want, gatekeeper.FormatExtism)
 	}

@@ -23,11 +23,13 @@ reads. Gadgets: go, js, ts, c. Gatekeepers: ` + strings.Join(templates.Langs("ga
 A Go project is its own module. A Go gadget's bindings are generated from its world by
 'atelier build' into bindings/; the canonical ABI helpers they use are copied into
 internal/cabi. A Go gatekeeper gets hand-written bindings of the gatekeeper world and of
-atelier:host in internal/.
+atelier:host in internal/ (gatekeeper, host, cabi), with the types both gatekeeper formats
+share in internal/connector and the log levels in internal/loglevel.
 
 A gatekeeper is a component unless --format extism (Go only): then it is an Extism plugin (a
-core module with JSON plugin functions; the Extism ABI is copied into internal/extism), and
-manifest.json says "format": "extism". Its code is the same as the component's.
+core module with JSON plugin functions; the Extism ABI is copied into internal/extism, next to
+internal/connector and internal/loglevel), and manifest.json says "format": "extism". Its code
+is the same as the component's.
 
 Examples:
   atelier new gadget --lang ts counter && cd counter && atelier build

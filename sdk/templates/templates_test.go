@@ -16,7 +16,7 @@ var langFiles = map[string][]string{
 	"gadget/js":     {"app.js"},
 	"gadget/ts":     {"app.ts", "atelier.d.ts"},
 	"gadget/c":      {"main.c", "atelier_host.c", "atelier_host.h"},
-	"gatekeeper/go": {"main.go", "go.mod", "internal/gatekeeper/connector.go", "wit/deps/gatekeeper/gatekeeper.wit"},
+	"gatekeeper/go": {"main.go", "go.mod", "internal/gatekeeper/connector.go", "internal/connector/connector.go", "internal/loglevel/loglevel.go", "wit/deps/gatekeeper/gatekeeper.wit"},
 	"gatekeeper/js": {"app.js", "wit/deps/gatekeeper/gatekeeper.wit"},
 	"gatekeeper/ts": {"app.ts", "atelier.d.ts", "wit/deps/gatekeeper/gatekeeper.wit"},
 	"gatekeeper/c":  {"main.c", "atelier_gatekeeper.c", "atelier_gatekeeper.h", "json.c", "json.h", "wit/deps/gatekeeper/gatekeeper.wit"},
@@ -50,6 +50,9 @@ func TestCreate(t *testing.T) {
 					if bytes.Contains(data, []byte("[[")) && !strings.HasSuffix(f, ".wit") {
 						t.Errorf("%s holds an unrendered template action", f)
 					}
+					if strings.HasSuffix(f, "_test.go") {
+						t.Errorf("the SDK's test %s is vendored", f)
+					}
 				}
 				for _, want := range []string{"atelier.json", "README.md", ".gitignore", "wit/world.wit", "wit/deps/host/host.wit"} {
 					if !has[want] {
@@ -81,9 +84,9 @@ func TestCreate(t *testing.T) {
 	}
 }
 
-// TestCreateExtism writes the Go gatekeeper as an Extism plugin: the Extism packages vendored
-// instead of the component ones, main.go importing them, and "format": "extism" in both the
-// manifest and atelier.json.
+// TestCreateExtism writes the Go gatekeeper as an Extism plugin: the Extism packages and the
+// format-free ones they build on (connector, loglevel) vendored instead of the component ones,
+// main.go importing them, and "format": "extism" in both the manifest and atelier.json.
 func TestCreateExtism(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "my-thing")
 	files, err := Create(dir, Project{Kind: "gatekeeper", Lang: "go", Name: "my-thing", Format: FormatExtism})
@@ -93,11 +96,16 @@ func TestCreateExtism(t *testing.T) {
 	has := map[string]bool{}
 	for _, f := range files {
 		has[f] = true
-		if strings.HasPrefix(f, "internal/") && !strings.HasPrefix(f, "internal/extism/") {
+		if strings.HasSuffix(f, "_test.go") {
+			t.Errorf("the SDK's test %s is vendored", f)
+		}
+		pkg, _, _ := strings.Cut(strings.TrimPrefix(f, "internal/"), "/")
+		if strings.HasPrefix(f, "internal/") && pkg != "extism" && pkg != "connector" && pkg != "loglevel" {
 			t.Errorf("%s is vendored into an Extism project", f)
 		}
 	}
-	for _, want := range []string{"internal/extism/abi.go", "internal/extism/gatekeeper/connector.go", "internal/extism/host/host.go", "main.go", "go.mod"} {
+	for _, want := range []string{"internal/extism/abi.go", "internal/extism/gatekeeper/connector.go", "internal/extism/host/host.go",
+		"internal/connector/connector.go", "internal/connector/host.go", "internal/loglevel/loglevel.go", "main.go", "go.mod"} {
 		if !has[want] {
 			t.Errorf("no %s among %v", want, files)
 		}
@@ -116,8 +124,12 @@ func TestCreateExtism(t *testing.T) {
 	if src, err := format.Source([]byte(main)); err != nil || string(src) != main {
 		t.Errorf("main.go is not gofmt-clean (%v)", err)
 	}
-	if vendored := read("internal/extism/gatekeeper/connector.go"); !strings.Contains(vendored, `"my-thing/internal/extism"`) {
-		t.Errorf("the vendored gatekeeper package does not import the project's extism package")
+	if vendored := read("internal/extism/gatekeeper/connector.go"); !strings.Contains(vendored, `"my-thing/internal/extism"`) ||
+		!strings.Contains(vendored, `"my-thing/internal/connector"`) {
+		t.Errorf("the vendored gatekeeper package does not import the project's extism and connector packages")
+	}
+	if vendored := read("internal/extism/host/host.go"); !strings.Contains(vendored, `"my-thing/internal/loglevel"`) {
+		t.Errorf("the vendored host package does not import the project's loglevel package")
 	}
 	for _, f := range []string{"manifest.json", "atelier.json"} {
 		if !strings.Contains(read(f), `"format": "extism"`) {

@@ -3,9 +3,9 @@
 // one). Reads are recorded as observations; adding and removing notes are actions applied only
 // after approval. It never sees the user's API token: the host adds it to each request.
 //
-// gatekeepers/notes-go (a component) and gatekeepers/notes-extism (an Extism plugin) both use
-// it; each supplies a Host for its ABI and converts the descriptive types to its own. It lives
-// inside notes-go so that sdk/build-gadget.sh, which hashes the guest's folder, rebuilds the
+// gatekeepers/notes-go (a component) and gatekeepers/notes-extism (an Extism plugin) both
+// register New's connector; each fills a Host with its SDK's functions. It lives inside
+// notes-go so that sdk/build-gadget.sh, which hashes the guest's folder, rebuilds the
 // component when it changes.
 package notes
 
@@ -15,56 +15,27 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"atelier/sdk/go/connector"
 )
 
-// Host is what the notes logic needs from the gatekeeper's host, whatever its ABI.
-type Host interface {
-	// Fetch sends one HTTP request (with a Content-Type header when contentType is not "")
-	// and returns the status and body of the answer.
-	Fetch(method, url, contentType string, body []byte) (status int, respBody []byte, err error)
+// Host is what the notes logic needs from the gatekeeper's host, whatever its ABI: the
+// functions of either SDK (atelier/sdk/go/gatekeeper and host, or their Extism twins).
+type Host struct {
+	// Fetch sends one HTTP request through the host.
+	Fetch func(connector.Request) (*connector.Response, error)
 	// AuthorizeObservation records a read; an error means its data must not be returned.
-	AuthorizeObservation(title, description string) error
-	// SubmitAction queues a for approval and returns its id.
-	SubmitAction(a Action) (uint64, error)
-	// Get, Set and Delete access the gatekeeper's own key-value state.
-	Get(key string) ([]byte, bool, error)
+	AuthorizeObservation func(connector.Observation) error
+	// SubmitAction queues an action for approval and returns its id.
+	SubmitAction func(connector.Action) (uint64, error)
+	// Get returns the value of key in the gatekeeper's own key-value state, and whether it is set.
+	Get func(key string) ([]byte, bool, error)
 	// Set sets key to value.
-	Set(key string, value []byte) error
+	Set func(key string, value []byte) error
 	// Delete deletes key.
-	Delete(key string) error
+	Delete func(key string) error
 	// Info logs message at info level.
-	Info(message string)
-}
-
-// Vendor describes the gatekeeper (the fields of the connector's vendor record).
-type Vendor struct {
-	DisplayName, URL, Tagline, Description string
-}
-
-// ResourceKind is a kind of resource a user can grant.
-type ResourceKind struct {
-	Kind, Title, Description string
-}
-
-// Resource describes one granted resource.
-type Resource struct {
-	URL, Title, Snippet, SuggestedBindingName string
-}
-
-// ActionKind is the kind of an action.
-type ActionKind struct {
-	Tag, Label string
-}
-
-// Action describes a change to queue for approval; Payload comes back to ApplyAction,
-// RejectAction and RevertAction.
-type Action struct {
-	Title            string
-	Description      string
-	Kind             ActionKind
-	AutoApprovable   bool
-	ImplementsRevert bool
-	Payload          string
+	Info func(message string)
 }
 
 // note is one note of the API.
@@ -100,6 +71,8 @@ type Notes struct {
 // New returns the connector, talking to the host through h.
 func New(h Host) *Notes { return &Notes{host: h, sessions: map[uint64]*session{}} }
 
+var _ connector.Connector = (*Notes)(nil)
+
 const types = `/** One note. */
 interface Note { id: number; title: string; body: string }
 /** A pending change, applied once the user approves it. */
@@ -118,8 +91,8 @@ interface Notebook {
 `
 
 // Describe returns the vendor description.
-func (n *Notes) Describe() Vendor {
-	return Vendor{
+func (n *Notes) Describe() connector.Vendor {
+	return connector.Vendor{
 		DisplayName: "Notes",
 		URL:         "https://notes.example.com",
 		Tagline:     "Read and edit notebooks",
@@ -128,8 +101,8 @@ func (n *Notes) Describe() Vendor {
 }
 
 // ResourceKinds returns the one kind served: notebooks.
-func (n *Notes) ResourceKinds() []ResourceKind {
-	return []ResourceKind{{Kind: "notebook", Title: "Notebook", Description: "One notebook and its notes."}}
+func (n *Notes) ResourceKinds() []connector.ResourceKind {
+	return []connector.ResourceKind{{Kind: "notebook", Title: "Notebook", Description: "One notebook and its notes."}}
 }
 
 // parseNotebook splits a resource URL ORIGIN/notebooks/NAME.
@@ -142,12 +115,12 @@ func parseNotebook(url string) (origin, name string, err error) {
 }
 
 // DescribeResource describes the notebook at url (ORIGIN/notebooks/NAME).
-func (n *Notes) DescribeResource(url string) (Resource, error) {
+func (n *Notes) DescribeResource(url string) (connector.Resource, error) {
 	_, name, err := parseNotebook(url)
 	if err != nil {
-		return Resource{}, err
+		return connector.Resource{}, err
 	}
-	return Resource{URL: url, Title: "Notebook " + name, Snippet: "Notes of " + name, SuggestedBindingName: "notes"}, nil
+	return connector.Resource{URL: url, Title: "Notebook " + name, Snippet: "Notes of " + name, SuggestedBindingName: "notes"}, nil
 }
 
 // TypeScriptTypes returns the TypeScript declarations of a session's methods.
@@ -230,26 +203,25 @@ func args2(params []json.RawMessage, a, b any) error {
 
 // call sends one request to the API and decodes a JSON answer into out (when not nil).
 func (n *Notes) call(method, url string, body any, out any) error {
-	var b []byte
-	contentType := ""
+	req := connector.Request{Method: method, URL: url}
 	if body != nil {
 		var err error
-		if b, err = json.Marshal(body); err != nil {
+		if req.Body, err = json.Marshal(body); err != nil {
 			return err
 		}
-		contentType = "application/json"
+		req.Headers = []connector.Header{{Name: "Content-Type", Value: "application/json"}}
 	}
-	status, resp, err := n.host.Fetch(method, url, contentType, b)
+	resp, err := n.host.Fetch(req)
 	if err != nil {
 		return err
 	}
-	if status/100 != 2 {
-		return fmt.Errorf("%s %s: HTTP %d: %s", method, url, status, strings.TrimSpace(string(resp)))
+	if resp.Status/100 != 2 {
+		return fmt.Errorf("%s %s: HTTP %d: %s", method, url, resp.Status, strings.TrimSpace(string(resp.Body)))
 	}
 	if out == nil {
 		return nil
 	}
-	return json.Unmarshal(resp, out)
+	return json.Unmarshal(resp.Body, out)
 }
 
 // noteURL is the API address of note id.
@@ -265,8 +237,8 @@ func (n *Notes) list(s *session) ([]note, error) {
 	if res.Notes == nil {
 		res.Notes = []note{}
 	}
-	err := n.host.AuthorizeObservation("Read notebook "+s.notebook,
-		fmt.Sprintf("Listed %d notes of notebook `%s`.", len(res.Notes), s.notebook))
+	err := n.host.AuthorizeObservation(connector.Observation{Title: "Read notebook " + s.notebook,
+		Description: fmt.Sprintf("Listed %d notes of notebook `%s`.", len(res.Notes), s.notebook)})
 	return res.Notes, err
 }
 
@@ -275,8 +247,8 @@ func (n *Notes) get(s *session, id int64) (*note, error) {
 	if err := n.call("GET", noteURL(s.api, id), nil, &res); err != nil {
 		return nil, err
 	}
-	err := n.host.AuthorizeObservation(fmt.Sprintf("Read note %d of %s", id, s.notebook),
-		fmt.Sprintf("Read note %d (%q) of notebook `%s`.", id, res.Title, s.notebook))
+	err := n.host.AuthorizeObservation(connector.Observation{Title: fmt.Sprintf("Read note %d of %s", id, s.notebook),
+		Description: fmt.Sprintf("Read note %d (%q) of notebook `%s`.", id, res.Title, s.notebook)})
 	return &res, err
 }
 
@@ -285,17 +257,17 @@ func (n *Notes) submit(s *session, c change) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := Action{Payload: string(payload)}
+	a := connector.Action{Payload: string(payload)}
 	switch c.Op {
 	case "add":
 		a.Title = fmt.Sprintf("Add note %q to %s", c.Title, s.notebook)
 		a.Description = fmt.Sprintf("Adds a note to notebook `%s`:\n\n**%s**\n\n%s", s.notebook, c.Title, c.Body)
-		a.Kind = ActionKind{Tag: "add-note", Label: "Add a note"}
+		a.Kind = connector.ActionKind{Tag: "add-note", Label: "Add a note"}
 		a.AutoApprovable, a.ImplementsRevert = true, true
 	default:
 		a.Title = fmt.Sprintf("Remove note %d from %s", c.ID, s.notebook)
 		a.Description = fmt.Sprintf("Deletes note %d of notebook `%s`.", c.ID, s.notebook)
-		a.Kind = ActionKind{Tag: "remove-note", Label: "Remove a note"}
+		a.Kind = connector.ActionKind{Tag: "remove-note", Label: "Remove a note"}
 	}
 	id, err := n.host.SubmitAction(a)
 	if err != nil {

@@ -1,8 +1,12 @@
 // Package connector is what a Go gatekeeper implements, in either of its formats: a component
 // of the atelier:gatekeeper world (atelier/sdk/go/gatekeeper) or an Extism plugin
-// (atelier/sdk/go/extism/gatekeeper). Both SDKs register a Connector here and export it, so
-// one connector builds unchanged against either; authors use the types through the SDK they
-// build with (gatekeeper.Vendor, gatekeeper.Register, ...).
+// (atelier/sdk/go/extism/gatekeeper). Both SDKs register a Connector here and export it, and
+// both alias the types here, those of the connector and those their host functions take and
+// return (Request, Response, FetchError, Observation, Action, ...), so one connector builds
+// unchanged against either. Authors use the types through the SDK they build with
+// (gatekeeper.Vendor, gatekeeper.Register, gatekeeper.Request, ...). The package has no
+// build constraint and no ABI: code shared by both formats (gatekeepers/notes-go/notes) can
+// import it.
 package connector
 
 // Vendor describes the gatekeeper (`connector.vendor`, the output of describe).

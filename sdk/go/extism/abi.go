@@ -4,7 +4,7 @@ package extism
 
 import (
 	"encoding/json"
-	"errors"
+	"fmt"
 	"unsafe"
 )
 
@@ -110,12 +110,13 @@ type Error struct {
 // Error implements error: the kind, then the message.
 func (e *Error) Error() string { return e.Kind + ": " + e.Message }
 
-// CallHost sends req as JSON to the host function f (a //go:wasmimport of extism:host/user)
-// and decodes its envelope's value into out (when not nil). The host's error is an *Error.
-func CallHost(f func(uint64) uint64, req, out any) error {
+// CallHost sends req as JSON to the host function name, imported as f (a //go:wasmimport of
+// extism:host/user), and decodes its envelope's value into out (when not nil). The host's
+// error is an *Error; the other errors name the function and what failed.
+func CallHost(name string, f func(uint64) uint64, req, out any) error {
 	b, err := json.Marshal(req)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: encode the request: %w", name, err)
 	}
 	in := store(b)
 	env := load(f(in))
@@ -125,7 +126,7 @@ func CallHost(f func(uint64) uint64, req, out any) error {
 		Error *Error          `json:"error"`
 	}
 	if err := json.Unmarshal(env, &res); err != nil {
-		return errors.New("bad answer from the host: " + err.Error())
+		return fmt.Errorf("%s: the host's answer is not a JSON envelope: %w", name, err)
 	}
 	if res.Error != nil {
 		return res.Error
@@ -133,18 +134,21 @@ func CallHost(f func(uint64) uint64, req, out any) error {
 	if out == nil {
 		return nil
 	}
-	return json.Unmarshal(res.OK, out)
+	if err := json.Unmarshal(res.OK, out); err != nil {
+		return fmt.Errorf("%s: decode the host's answer: %w", name, err)
+	}
+	return nil
 }
 
 // Export runs a plugin function (call it from a //go:wasmexport function and return its
 // result): it decodes the call's JSON input into In, calls f and sets the JSON of its result
-// as the output (a json.RawMessage as is; nil sets none), or its error as the call's error,
-// returning 1.
+// as the output (a json.RawMessage as is, after checking that it is JSON; nil sets none), or
+// its error as the call's error, returning 1.
 func Export[In any](f func(In) (any, error)) int32 {
 	var in In
 	if b := input(); len(b) > 0 {
 		if err := json.Unmarshal(b, &in); err != nil {
-			return fail(errors.New("bad input: " + err.Error()))
+			return fail(fmt.Errorf("bad input: %w", err))
 		}
 	}
 	out, err := f(in)
@@ -155,17 +159,25 @@ func Export[In any](f func(In) (any, error)) int32 {
 		return 0
 	}
 	b, ok := out.(json.RawMessage)
-	if !ok {
+	switch {
+	case !ok:
 		if b, err = json.Marshal(out); err != nil {
-			return fail(err)
+			return fail(fmt.Errorf("encode the result: %w", err))
 		}
+	case !json.Valid(b):
+		return fail(fmt.Errorf("the result is not JSON (%d bytes)", len(b)))
 	}
 	outputSet(store(b), uint64(len(b)))
 	return 0
 }
 
-// fail sets err as the call's error and returns Extism's failure code.
+// fail sets err as the call's error and returns Extism's failure code. An error without a
+// message gets one: an empty message would be no error at all to the host.
 func fail(err error) int32 {
-	errorSet(store([]byte(err.Error())))
+	msg := err.Error()
+	if msg == "" {
+		msg = fmt.Sprintf("an error without a message (%T)", err)
+	}
+	errorSet(store([]byte(msg)))
 	return 1
 }

@@ -6,29 +6,18 @@ import (
 	"errors"
 
 	"atelier/sdk/go/cabi"
+	"atelier/sdk/go/connector"
 )
 
-// Observation describes a read (`approvals.observation`).
-type Observation struct {
-	Title       string
-	Description string
-}
-
-// ActionKind is the kind of an action (`approvals.action-kind`).
-type ActionKind struct {
-	Tag, Label string
-}
-
-// Action describes a side effect to queue for approval (`approvals.action`).
-type Action struct {
-	Title            string
-	Description      string
-	Kind             ActionKind
-	AutoApprovable   bool
-	ImplementsRevert bool
-	// Payload comes back to ApplyAction, RejectAction and RevertAction.
-	Payload string
-}
+// The approval types of connector (atelier/sdk/go/connector), shared by both formats.
+type (
+	// Observation describes a read (`approvals.observation`).
+	Observation = connector.Observation
+	// ActionKind is the kind of an action (`approvals.action-kind`).
+	ActionKind = connector.ActionKind
+	// Action describes a side effect to queue for approval (`approvals.action`).
+	Action = connector.Action
+)
 
 //go:wasmimport atelier:gatekeeper/approvals@0.1.0 authorize-observation
 func approvalsAuthorize(title, description string, ret uint32)

@@ -6,78 +6,30 @@ import (
 	"unsafe"
 
 	"atelier/sdk/go/cabi"
+	"atelier/sdk/go/connector"
 )
 
-// Header is one header line (`outbound-http.header`).
-type Header struct {
-	Name, Value string
-}
-
-// Request is an HTTP request (`outbound-http.request`); URL is absolute.
-type Request struct {
-	Method  string
-	URL     string
-	Headers []Header
-	Body    []byte
-}
-
-// Response is an HTTP response with its whole body (`outbound-http.response`).
-type Response struct {
-	Status  uint16
-	Headers []Header
-	Body    []byte
-}
-
-// Header returns the first value of the header name (compared case-insensitively), or "".
-func (r *Response) Header(name string) string {
-	for _, h := range r.Headers {
-		if equalFold(h.Name, name) {
-			return h.Value
-		}
-	}
-	return ""
-}
-
-func equalFold(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		x, y := a[i], b[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
-}
-
-// FetchErrorKind is the case of `outbound-http.error`.
-type FetchErrorKind uint8
+// The HTTP types of connector (atelier/sdk/go/connector), shared by both formats.
+type (
+	// Header is one header line (`outbound-http.header`).
+	Header = connector.Header
+	// Request is an HTTP request (`outbound-http.request`); URL is absolute.
+	Request = connector.Request
+	// Response is an HTTP response with its whole body (`outbound-http.response`).
+	Response = connector.Response
+	// FetchErrorKind is the case of `outbound-http.error`.
+	FetchErrorKind = connector.FetchErrorKind
+	// FetchError is an `outbound-http.error` returned by the host.
+	FetchError = connector.FetchError
+)
 
 // The cases of `outbound-http.error`, in WIT order.
 const (
-	Denied FetchErrorKind = iota
-	Invalid
-	TooLarge
-	Failed
+	Denied   = connector.Denied
+	Invalid  = connector.Invalid
+	TooLarge = connector.TooLarge
+	Failed   = connector.Failed
 )
-
-// FetchError is an `outbound-http.error` returned by the host.
-type FetchError struct {
-	Kind    FetchErrorKind
-	Message string
-}
-
-// Error implements error: the kind, then the message.
-func (e *FetchError) Error() string {
-	return [...]string{"denied", "invalid request", "too large", "failed"}[e.Kind] + ": " + e.Message
-}
 
 //go:wasmimport atelier:gatekeeper/outbound-http@0.1.0 fetch
 func httpFetch(method, url string, headers, nHeaders uint32, body unsafe.Pointer, bodyLen uint32, ret uint32)

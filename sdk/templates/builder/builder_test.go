@@ -2,11 +2,12 @@ package builder
 
 import (
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
-	"slices"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -38,6 +39,18 @@ func project(t *testing.T, kind, lang string, edits map[string]func(string) stri
 	}
 	return dir
 }
+
+// classConnector turns the TS gatekeeper template's connector object into an instance of a
+// class: its methods are on the prototype, not own enumerable properties.
+var classConnector = map[string]func(string) string{"app.ts": func(s string) string {
+	head, body, ok := strings.Cut(s, "export const connector = {")
+	if !ok {
+		panic("the TS gatekeeper template has no connector object")
+	}
+	body = regexp.MustCompile(`(?m)^(  (?:\S.*)?\}),$`).ReplaceAllString(body, "$1")
+	body = strings.TrimSuffix(strings.TrimSpace(body), ";")
+	return head + "class Connector {" + body + "\nexport const connector = new Connector();\n"
+}}
 
 // module is a core module exporting the functions names (type () -> ()).
 func module(names ...string) []byte {
@@ -155,17 +168,27 @@ func TestDebianTools(t *testing.T) {
 		t.Errorf("missing = %v, want %v", got, want)
 	}
 	pkgs := []string{"lld", "wasi-libc"}
-	update, install, hint := aptCommand(pkgs, 1000, false)
+	update, install, hint := aptCommand(pkgs, 1000, false, true)
 	if update != nil || install != nil || hint != "sudo apt-get update && sudo apt-get install -y --no-install-recommends lld wasi-libc" {
 		t.Errorf("not root, no sudo: %q %q, hint %q", update, install, hint)
 	}
-	_, install, _ = aptCommand(pkgs, 1000, true)
-	if install[0] != "sudo" {
-		t.Errorf("with sudo: %q", install)
-	}
-	update, install, _ = aptCommand(pkgs, 0, false)
-	if update[0] != "apt-get" || install[0] != "apt-get" {
-		t.Errorf("as root: %q %q", update, install)
+	apt := "env DEBIAN_FRONTEND=noninteractive apt-get "
+	for _, c := range []struct {
+		uid                     int
+		terminal                bool
+		wantUpdate, wantInstall string
+	}{
+		{1000, true, "sudo " + apt + "update", "sudo " + apt + "install -y --no-install-recommends lld wasi-libc"},
+		{1000, false, "sudo -n " + apt + "update", "sudo -n " + apt + "install -y --no-install-recommends lld wasi-libc"},
+		{0, false, apt + "update", apt + "install -y --no-install-recommends lld wasi-libc"},
+	} {
+		update, install, _ := aptCommand(pkgs, c.uid, true, c.terminal)
+		if got := strings.Join(update, " "); got != c.wantUpdate {
+			t.Errorf("uid %d, terminal %t: update %q, want %q", c.uid, c.terminal, got, c.wantUpdate)
+		}
+		if got := strings.Join(install, " "); got != c.wantInstall {
+			t.Errorf("uid %d, terminal %t: install %q, want %q", c.uid, c.terminal, got, c.wantInstall)
+		}
 	}
 	onPath := func(cmds ...string) func(string) (string, error) {
 		return func(c string) (string, error) {
@@ -241,9 +264,12 @@ func TestBuildErrors(t *testing.T) {
 		{"js world mismatch", "gadget", "js", map[string]func(string) string{"app.js": func(s string) string {
 			return strings.Replace(s, "export function get() {", "export const get = 42;\nfunction unused() {", 1)
 		}}, []string{"probe/app.js:", "get is a number, not a function", "probe/wit/world.wit:", "export get: func() -> u64;"}},
+		// aaa.ts, found before app.ts in the folder, also exports a connector: the error
+		// names the entry module's.
 		{"ts gatekeeper world mismatch", "gatekeeper", "ts", map[string]func(string) string{"app.ts": func(s string) string {
 			return strings.Replace(s, "  revertAction(", "  revertActions(", 1)
-		}}, []string{"probe/app.ts:", "connector has no function revertAction", "gatekeeper.wit:", "revert-action: func(id: u64, payload: string)"}},
+		}, "aaa.ts": func(string) string { return "export const connector = {};\n" }},
+			[]string{"probe/app.ts:", "connector has no function revertAction", "gatekeeper.wit:", "revert-action: func(id: u64, payload: string)"}},
 		{"extism missing export", "gatekeeper", "go-extism", map[string]func(string) string{"internal/extism/gatekeeper/connector.go": func(s string) string {
 			return strings.Replace(s, "//go:wasmexport revert_action", "//go:wasmexport revert", 1)
 		}},
@@ -282,30 +308,112 @@ func TestProbeExports(t *testing.T) {
 	cache := t.TempDir()
 	runJS := func(ctx context.Context, module string) (any, error) { return jssandbox.Run(ctx, cache, module) }
 	fn := exportShape{Type: "function", Fns: []string{}}
+	connector := exportShape{Type: "object", Fns: []string{"describe", "resourceKinds", "describeResource", "typescriptTypes",
+		"openSession", "invoke", "closeSession", "applyAction", "rejectAction", "revertAction"}}
 	for _, tc := range []struct {
 		kind, lang string
+		edits      map[string]func(string) string
 		want       map[string]exportShape
 	}{
-		{"gadget", "js", map[string]exportShape{"increment": fn, "get": fn, "reset": fn}},
-		{"gadget", "ts", map[string]exportShape{"increment": fn, "get": fn, "reset": fn}},
-		{"gatekeeper", "ts", map[string]exportShape{"connector": {Type: "object", Fns: []string{"describe", "resourceKinds",
-			"describeResource", "typescriptTypes", "openSession", "invoke", "closeSession", "applyAction", "rejectAction", "revertAction"}}}},
+		{"gadget", "js", nil, map[string]exportShape{"increment": fn, "get": fn, "reset": fn}},
+		{"gadget", "ts", nil, map[string]exportShape{"increment": fn, "get": fn, "reset": fn}},
+		{"gatekeeper", "ts", nil, map[string]exportShape{"connector": connector}},
+		{"gatekeeper", "ts", classConnector, map[string]exportShape{"connector": connector}},
+		{"gatekeeper", "ts", map[string]func(string) string{"app.ts": func(s string) string {
+			return strings.Replace(s, "  revertAction(", "  revertActions(", 1)
+		}}, map[string]exportShape{"connector": {Type: "object", Fns: connector.Fns[:len(connector.Fns)-1]}}},
 	} {
-		dir := project(t, tc.kind, tc.lang, nil)
+		dir := project(t, tc.kind, tc.lang, tc.edits)
 		b := &build{dir: dir, runJS: runJS}
 		var err error
 		if b.cfg, err = ReadConfig(dir); err != nil {
 			t.Fatal(err)
 		}
+		if b.world, err = LoadWorld(dir, b.cfg.World); err != nil {
+			t.Fatal(err)
+		}
 		got := b.probeExports(context.Background())
-		for _, s := range got {
-			slices.Sort(s.Fns)
-		}
-		for _, s := range tc.want {
-			slices.Sort(s.Fns)
-		}
 		if !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("%s/%s: probe = %v, want %v", tc.kind, tc.lang, got, tc.want)
+			t.Errorf("%s/%s (edited: %t): probe = %v, want %v", tc.kind, tc.lang, tc.edits != nil, got, tc.want)
+		}
+	}
+}
+
+// TestBuildClassConnector builds a TS gatekeeper whose connector is a class instance: the
+// export check must find the methods on its prototype.
+func TestBuildClassConnector(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped under -short: runs node and the npm tools")
+	}
+	shared, err := DefaultCacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A cache of its own (sharing the installed tools), so that the build is not a cache hit
+	// that skips the checks.
+	cache := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(shared, "tools"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(shared, "tools"), filepath.Join(cache, "tools")); err != nil {
+		t.Fatal(err)
+	}
+	dir := project(t, "gatekeeper", "ts", classConnector)
+	res, err := Build(context.Background(), dir, Options{CacheDir: cache, RunJS: func(ctx context.Context, module string) (any, error) {
+		return jssandbox.Run(ctx, filepath.Join(shared, "artifacts"), module)
+	}})
+	if err != nil {
+		t.Fatalf("Build: %v", err)
+	}
+	if res.Cached || len(res.Component) == 0 {
+		t.Fatalf("Build: cached %t, %d bytes, want a fresh component", res.Cached, len(res.Component))
+	}
+}
+
+// TestAptWithoutTerminal installs packages as a user without a terminal: a sudo that wants a
+// password is only asked whether it does (sudo -n true), and the error says what to run; a
+// sudo without a password runs apt-get with -n and DEBIAN_FRONTEND behind it. The sudo on
+// PATH is a script that logs its arguments (and fails like sudo -n does, for the first case).
+func TestAptWithoutTerminal(t *testing.T) {
+	for _, c := range []struct {
+		name, exit string
+		wantLog    []string
+		wantErr    string
+	}{
+		{"password", "echo 'sudo: a password is required' >&2; exit 1", []string{"-n true"}, "sudo wants a password, which it cannot ask for without a terminal: run\n" +
+			"  sudo apt-get update && sudo apt-get install -y --no-install-recommends wasi-libc\n"},
+		{"nopasswd", "exit 0", []string{"-n true", "-n env DEBIAN_FRONTEND=noninteractive apt-get update",
+			"-n env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends wasi-libc"}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bin := t.TempDir()
+			logFile := filepath.Join(bin, "log")
+			script := "#!/bin/sh\necho \"$*\" >> " + logFile + "\n" + c.exit + "\n"
+			if err := os.WriteFile(filepath.Join(bin, "sudo"), []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+			b := &build{log: io.Discard}
+			err := b.aptInstallAs(context.Background(), "C tools", []string{"wasi-libc"}, 1000, false)
+			if c.wantErr == "" && err != nil || c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)) {
+				t.Errorf("aptInstall: %v, want %q", err, c.wantErr)
+			}
+			log, err := os.ReadFile(logFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Split(strings.TrimSpace(string(log)), "\n"); !reflect.DeepEqual(got, c.wantLog) {
+				t.Errorf("sudo ran with %q, want %q", got, c.wantLog)
+			}
+		})
+	}
+}
+
+// TestArticle puts the article before typeof names, and takes an empty one.
+func TestArticle(t *testing.T) {
+	for typ, want := range map[string]string{"object": "an object", "number": "a number", "undefined": "an undefined", "": "a "} {
+		if got := article(typ); got != want {
+			t.Errorf("article(%q) = %q, want %q", typ, got, want)
 		}
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/evanw/esbuild/pkg/api"
+
+	"atelier/sdk/wit"
 )
 
 // witImports matches the import paths of WIT interfaces ("atelier:host/kv@0.1.0").
@@ -41,7 +43,11 @@ func (b *build) bundle(probe bool) ([]byte, map[string]bool, error) {
 	}
 	if probe {
 		opts.EntryPoints, opts.External, opts.Plugins = nil, nil, []api.Plugin{stubImports}
-		opts.Stdin = &api.StdinOptions{Contents: fmt.Sprintf(probeEntry, "./"+filepath.ToSlash(b.cfg.Entry)),
+		wanted, err := json.Marshal(wantedMethods(b.world))
+		if err != nil {
+			return nil, nil, fmt.Errorf("probe %s: %w", b.cfg.Entry, err)
+		}
+		opts.Stdin = &api.StdinOptions{Contents: fmt.Sprintf(probeEntry, "./"+filepath.ToSlash(b.cfg.Entry), wanted),
 			ResolveDir: b.dir, Sourcefile: "atelier-probe.js", Loader: api.LoaderJS}
 	}
 	res := api.Build(opts)
@@ -103,18 +109,34 @@ module.exports = stub;`
 	})
 }}
 
-// probeEntry is a module (a Code Mode snippet) that imports the entry module %s and returns,
-// for each of its exports, its typeof and the names of its function-valued properties.
+// probeEntry is a module (a Code Mode snippet), given the entry module's path and a JSON
+// object (export name -> the method names the world wants of it), that imports the entry
+// module and returns, for each of its exports, its typeof and which of those names are
+// functions on it. The names are looked up rather than enumerated, so that the methods a
+// class instance inherits from its prototype count.
 const probeEntry = `import * as m from %q;
+const wanted = new Map(Object.entries(%s));
 export default async function () {
   const out = {};
   for (const [k, v] of Object.entries(m)) {
-    const fns = [];
-    if (v !== null && typeof v === "object") for (const p in v) if (typeof v[p] === "function") fns.push(p);
+    const obj = v !== null && typeof v === "object";
+    const fns = (wanted.get(k) ?? []).filter((p) => obj && typeof v[p] === "function");
     out[k] = { type: v === null ? "null" : typeof v, fns };
   }
   return out;
 }`
+
+// wantedMethods returns, for each interface the world exports, the JS export's name and the
+// names of its methods.
+func wantedMethods(w *wit.World) map[string][]string {
+	out := map[string][]string{}
+	for _, e := range worldExports(w) {
+		if e.method != "" {
+			out[e.js] = append(out[e.js], e.method)
+		}
+	}
+	return out
+}
 
 // exportShape is what probeEntry reports of one export.
 type exportShape struct {
@@ -176,7 +198,7 @@ func (b *build) checkJSExports(ctx context.Context) error {
 			continue
 		}
 		msg := fmt.Sprintf("%s, but world %s declares\n  %s: %s", problem, b.world.Name, e.pos, witLine(e.pos.File, e.pos.Line))
-		if at := FindLine(b.dir, false, exportsName(e.js)); at != "" {
+		if at := b.findExport(e.js); at != "" {
 			msg = at + ": " + msg
 		}
 		errs = append(errs, errors.New(msg))
@@ -188,9 +210,18 @@ func (b *build) checkJSExports(ctx context.Context) error {
 	return fmt.Errorf("the entry module does not match its world:\n%w", errors.Join(errs...))
 }
 
+// findExport returns "file:line" of the line that exports name: in the entry module, else
+// in the project's other sources (a module the entry re-exports), or "".
+func (b *build) findExport(name string) string {
+	if at := findInFile(filepath.Join(b.dir, b.cfg.Entry), exportsName(name)); at != "" {
+		return at
+	}
+	return FindLine(b.dir, false, exportsName(name))
+}
+
 // article puts "a" or "an" before a typeof name.
 func article(typ string) string {
-	if strings.ContainsAny(typ[:1], "aeiou") {
+	if typ != "" && strings.ContainsRune("aeiou", rune(typ[0])) {
 		return "an " + typ
 	}
 	return "a " + typ

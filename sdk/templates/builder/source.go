@@ -32,21 +32,29 @@ func FindLine(dir string, vendored bool, match func(string) bool) string {
 		default:
 			return nil
 		}
-		f, err := os.Open(path)
-		if err != nil {
-			return nil
-		}
-		defer f.Close()
-		sc := bufio.NewScanner(f)
-		for n := 1; sc.Scan(); n++ {
-			if match(sc.Text()) {
-				found = fmt.Sprintf("%s:%d", path, n)
-				return filepath.SkipAll
-			}
+		if found = findInFile(path, match); found != "" {
+			return filepath.SkipAll
 		}
 		return nil
 	})
 	return found
+}
+
+// findInFile returns "path:line" of the first line of the file path for which match is true,
+// or "" (also when the file cannot be read).
+func findInFile(path string, match func(string) bool) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		if match(sc.Text()) {
+			return fmt.Sprintf("%s:%d", path, n)
+		}
+	}
+	return ""
 }
 
 // The parts of jco's error for an export whose core signature is not the world's: the export

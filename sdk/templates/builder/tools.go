@@ -11,9 +11,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/term"
 
 	"atelier/sdk/templates"
 )
@@ -230,18 +233,26 @@ func missingDebian(needs []debianNeed, isInstalled func(string) bool) []string {
 	return missing
 }
 
-// aptCommand returns how to install pkgs: the command line to run as uid, with sudo when not
-// root. It returns nil when not root and there is no sudo; hint is the command to show then.
-func aptCommand(pkgs []string, uid int, haveSudo bool) (update, install []string, hint string) {
+// aptCommand returns how to install pkgs: the command lines to run as uid, through sudo when
+// not root, with DEBIAN_FRONTEND=noninteractive set by env behind sudo (whose env_reset drops
+// it from sudo's own environment). Without a terminal sudo gets -n: it fails rather than wait
+// for a password nobody can type. It returns nil when not root and there is no sudo; hint is
+// the command to show then.
+func aptCommand(pkgs []string, uid int, haveSudo, terminal bool) (update, install []string, hint string) {
 	args := append([]string{"apt-get", "install", "-y", "--no-install-recommends"}, pkgs...)
 	hint = "sudo apt-get update && sudo " + strings.Join(args, " ")
+	var prefix []string
 	switch {
 	case uid == 0:
-		return []string{"apt-get", "update"}, args, hint
+	case haveSudo && terminal:
+		prefix = []string{"sudo"}
 	case haveSudo:
-		return []string{"sudo", "apt-get", "update"}, append([]string{"sudo"}, args...), hint
+		prefix = []string{"sudo", "-n"}
+	default:
+		return nil, nil, hint
 	}
-	return nil, nil, hint
+	prefix = append(prefix, "env", "DEBIAN_FRONTEND=noninteractive")
+	return append(slices.Clip(prefix), "apt-get", "update"), append(slices.Clip(prefix), args...), hint
 }
 
 // debianTools installs the missing packages of needs (for what) with apt.
@@ -257,18 +268,27 @@ func (b *build) debianTools(ctx context.Context, what string, needs []debianNeed
 }
 
 // aptInstall installs the Debian packages missing (for what) with apt-get, with sudo when not
-// root, echoing apt's output as progress; without root or sudo it says what to run.
+// root, echoing apt's output as progress; when it cannot (not root, and no sudo or, without a
+// terminal, no sudo without a password) it says what to run.
 func (b *build) aptInstall(ctx context.Context, what string, missing []string) error {
+	return b.aptInstallAs(ctx, what, missing, os.Getuid(), term.IsTerminal(int(os.Stdin.Fd())))
+}
+
+// aptInstallAs is aptInstall as user uid, with or without a terminal on stdin.
+func (b *build) aptInstallAs(ctx context.Context, what string, missing []string, uid int, terminal bool) error {
 	_, sudoErr := exec.LookPath("sudo")
-	update, install, hint := aptCommand(missing, os.Getuid(), sudoErr == nil)
-	if install == nil {
-		return fmt.Errorf("%s is missing (Debian packages %s) and installing it needs root: run\n  %s\nthen run atelier build again",
-			what, strings.Join(missing, ", "), hint)
+	update, install, hint := aptCommand(missing, uid, sudoErr == nil, terminal)
+	needRoot := fmt.Sprintf("%s is missing (Debian packages %s) and installing it needs root", what, strings.Join(missing, ", "))
+	switch {
+	case install == nil:
+		return fmt.Errorf("%s: run\n  %s\nthen run atelier build again", needRoot, hint)
+	case install[0] == "sudo" && !terminal && exec.CommandContext(ctx, "sudo", "-n", "true").Run() != nil:
+		return fmt.Errorf("%s, and sudo wants a password, which it cannot ask for without a terminal: run\n  %s\nthen run atelier build again",
+			needRoot, hint)
 	}
 	b.progress("installing Debian packages for %s: %s (%s)", what, strings.Join(missing, " "), strings.Join(install, " "))
 	for _, argv := range [][]string{update, install} {
 		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
 		cmd.Stdin = os.Stdin // sudo may ask for a password
 		if out, err := b.run(strings.Join(argv, " "), cmd, true); err != nil {
 			return fmt.Errorf("%s failed (%v): run it yourself:\n  %s\n%s", strings.Join(argv, " "), err, hint, tail(out, 10))

@@ -11,6 +11,7 @@
 //	func main() {}
 //
 // Build with `GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared` (what `atelier build` does
-// for a project whose atelier.json says "format": "extism"). Errors of the host functions
-// are *extism.Error values.
+// for a project whose atelier.json says "format": "extism"). The types are those of
+// atelier/sdk/go/connector, as in the component SDK; Fetch's errors are *FetchError values,
+// those of the other host functions *extism.Error values.
 package gatekeeper

@@ -2,7 +2,12 @@
 
 package gatekeeper
 
-import "atelier/sdk/go/extism"
+import (
+	"errors"
+
+	"atelier/sdk/go/connector"
+	"atelier/sdk/go/extism"
+)
 
 //go:wasmimport extism:host/user fetch
 func hostFetch(req uint64) uint64
@@ -13,69 +18,67 @@ func hostAuthorizeObservation(obs uint64) uint64
 //go:wasmimport extism:host/user submit_action
 func hostSubmitAction(action uint64) uint64
 
-// Header is one header line.
-type Header struct {
-	Name  string `json:"name"`
-	Value string `json:"value"`
-}
+// The types of connector (atelier/sdk/go/connector) that the host functions take and return,
+// shared by both formats.
+type (
+	// Header is one header line.
+	Header = connector.Header
+	// Request is an HTTP request for the host to send; URL is absolute.
+	Request = connector.Request
+	// Response is an HTTP response with its whole body.
+	Response = connector.Response
+	// FetchErrorKind is why the host did not answer a Fetch.
+	FetchErrorKind = connector.FetchErrorKind
+	// FetchError is the error of a Fetch the host refused or could not send.
+	FetchError = connector.FetchError
+	// Observation describes a read about to be returned.
+	Observation = connector.Observation
+	// ActionKind is the kind of an action.
+	ActionKind = connector.ActionKind
+	// Action describes a side effect to queue for approval.
+	Action = connector.Action
+)
 
-// Request is an HTTP request for the host to send; URL is absolute.
-type Request struct {
-	Method  string   `json:"method"`
-	URL     string   `json:"url"`
-	Headers []Header `json:"headers,omitempty"`
-	Body    []byte   `json:"body,omitempty"`
-}
-
-// Response is an HTTP response with its whole body.
-type Response struct {
-	Status  uint16   `json:"status"`
-	Headers []Header `json:"headers"`
-	Body    []byte   `json:"body"`
-}
+// The kinds of FetchError, as in atelier/sdk/go/gatekeeper.
+const (
+	Denied   = connector.Denied
+	Invalid  = connector.Invalid
+	TooLarge = connector.TooLarge
+	Failed   = connector.Failed
+)
 
 // Fetch sends req through the host (host function fetch), which applies the egress policy
-// and adds the user's credentials. A refused or failed request returns an *extism.Error of
-// kind denied, invalid, too-large or failed.
+// and adds the user's credentials. A refused or failed request returns a *FetchError of kind
+// Denied, Invalid, TooLarge or Failed, as in atelier/sdk/go/gatekeeper.
 func Fetch(req Request) (*Response, error) {
 	var resp Response
-	if err := extism.CallHost(hostFetch, req, &resp); err != nil {
-		return nil, err
+	if err := extism.CallHost("fetch", hostFetch, req, &resp); err != nil {
+		return nil, fetchError(err)
 	}
 	return &resp, nil
 }
 
-// Observation describes a read about to be returned.
-type Observation struct {
-	Title       string `json:"title"`
-	Description string `json:"description"`
+// fetchError turns the host's error of fetch into a *FetchError; a kind fetch does not have
+// becomes Failed, with the kind in the message.
+func fetchError(err error) error {
+	var he *extism.Error
+	if !errors.As(err, &he) {
+		return err
+	}
+	if kind, ok := connector.ParseFetchErrorKind(he.Kind); ok {
+		return &FetchError{Kind: kind, Message: he.Message}
+	}
+	return &FetchError{Kind: Failed, Message: he.Error()}
 }
 
 // AuthorizeObservation records a read; an error means the data must not be returned.
 func AuthorizeObservation(o Observation) error {
-	return extism.CallHost(hostAuthorizeObservation, o, nil)
-}
-
-// ActionKind is the kind of an action.
-type ActionKind struct {
-	Tag   string `json:"tag"`
-	Label string `json:"label"`
-}
-
-// Action describes a side effect to queue for approval.
-type Action struct {
-	Title            string     `json:"title"`
-	Description      string     `json:"description"`
-	Kind             ActionKind `json:"kind"`
-	AutoApprovable   bool       `json:"autoApprovable"`
-	ImplementsRevert bool       `json:"implementsRevert"`
-	// Payload comes back to ApplyAction, RejectAction and RevertAction.
-	Payload string `json:"payload"`
+	return extism.CallHost("authorize_observation", hostAuthorizeObservation, o, nil)
 }
 
 // SubmitAction queues a for approval and returns its number.
 func SubmitAction(a Action) (uint64, error) {
 	var id uint64
-	err := extism.CallHost(hostSubmitAction, a, &id)
+	err := extism.CallHost("submit_action", hostSubmitAction, a, &id)
 	return id, err
 }

@@ -5,7 +5,10 @@
 // log (extism:host/user). Errors of the host are *extism.Error values.
 package host
 
-import "atelier/sdk/go/extism"
+import (
+	"atelier/sdk/go/extism"
+	"atelier/sdk/go/loglevel"
+)
 
 //go:wasmimport extism:host/user kv_get
 func hostKVGet(req uint64) uint64
@@ -24,7 +27,7 @@ func Get(key string) ([]byte, bool, error) {
 	var v *struct {
 		Value []byte `json:"value"`
 	}
-	if err := extism.CallHost(hostKVGet, map[string]string{"key": key}, &v); err != nil || v == nil {
+	if err := extism.CallHost("kv_get", hostKVGet, map[string]string{"key": key}, &v); err != nil || v == nil {
 		return nil, false, err
 	}
 	return v.Value, true, nil
@@ -32,26 +35,27 @@ func Get(key string) ([]byte, bool, error) {
 
 // Set stores value under key.
 func Set(key string, value []byte) error {
-	return extism.CallHost(hostKVSet, map[string]any{"key": key, "value": value}, nil)
+	return extism.CallHost("kv_set", hostKVSet, map[string]any{"key": key, "value": value}, nil)
 }
 
 // Delete removes key; a missing key is not an error.
 func Delete(key string) error {
-	return extism.CallHost(hostKVDelete, map[string]string{"key": key}, nil)
+	return extism.CallHost("kv_delete", hostKVDelete, map[string]string{"key": key}, nil)
 }
 
 // Level is the severity of a console line.
-type Level uint32
+type Level = loglevel.Level
 
 // The levels, as in atelier/sdk/go/host.
 const (
-	Debug Level = iota
-	Info
-	Warn
-	Error
+	Debug = loglevel.Debug
+	Info  = loglevel.Info
+	Warn  = loglevel.Warn
+	Error = loglevel.Error
 )
 
-// Log appends message to the gatekeeper's console log.
+// Log appends message to the gatekeeper's console log; a level above Error is logged as
+// Error. A line the host refuses is dropped, as in atelier/sdk/go/host.
 func Log(level Level, message string) {
-	extism.CallHost(hostLog, map[string]string{"level": [...]string{"debug", "info", "warn", "error"}[level], "message": message}, nil)
+	extism.CallHost("log", hostLog, map[string]string{"level": level.String(), "message": message}, nil)
 }
