@@ -313,6 +313,16 @@ func (l *Leases) publish(ctx context.Context) error {
 	return nil
 }
 
+// current returns n, this node's published record, with the address, draining state and
+// lease count this node has now: the record is up to a heartbeat old (a quarter of the lease
+// TTL).
+func (l *Leases) current(n NodeInfo) NodeInfo {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n.Address, n.Draining, n.Leases = l.addr, l.draining, l.heldLocked()
+	return n
+}
+
 // SetApplied records the sequence of the last log entry this node's replica applied,
 // published with the next heartbeat.
 func (l *Leases) SetApplied(seq uint64) { l.applied.Store(seq) }

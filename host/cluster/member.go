@@ -90,7 +90,8 @@ func (m *Member) Dial(ctx context.Context, node store.NodeID, tokenHash string) 
 type Status struct {
 	Self  store.NodeID `json:"self"`
 	Peers []string     `json:"peers"`
-	Nodes []NodeInfo   `json:"nodes"`
+	// Nodes are the live nodes' membership records; this node's own has its current values.
+	Nodes []NodeInfo `json:"nodes"`
 	// Workspaces maps each leased workspace to the node running it.
 	Workspaces map[store.WorkspaceID]store.NodeID `json:"workspaces"`
 	// Applied is the last log entry this node's replica applied (Log.Lag: how many it is
@@ -114,6 +115,12 @@ func (m *Member) Status(ctx context.Context) (any, error) {
 	var err error
 	if st.Nodes, err = m.leases.Nodes(ctx); err != nil {
 		st.Problems = append(st.Problems, err.Error())
+	}
+	for i, n := range st.Nodes {
+		if n.Name == st.Self { // this node's own row shows what it knows now
+			st.Nodes[i] = m.leases.current(n)
+			st.Nodes[i].Applied = st.Applied
+		}
 	}
 	if st.Workspaces, err = m.leases.Held(ctx); err != nil {
 		st.Problems = append(st.Problems, err.Error())

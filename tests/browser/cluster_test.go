@@ -33,6 +33,13 @@ func TestClusterScreen(t *testing.T) {
 	if !strings.HasPrefix(log, "Log: ") || !strings.Contains(log, "entries") {
 		t.Errorf("the log line reads %q", log)
 	}
+	// The node's own row is current, not a heartbeat old: its workspace and its applied entry.
+	var self, leases, applied string
+	h.run(admin, "read this node's row", text("#cluster-self", &self),
+		text(`#cluster-nodes tr[data-node="n1"] td:nth-child(4)`, &leases), text(`#cluster-nodes tr[data-node="n1"] td:nth-child(5)`, &applied))
+	if leases != "1" || !strings.Contains(self, "applied entry "+applied+" ") {
+		t.Errorf("this node's row shows %s workspaces and entry %s applied; want 1 and the entry of %q", leases, applied, self)
+	}
 	h.shot(admin, "17-cluster")
 	h.run(admin, "compact the log", click("#cluster-compact"),
 		chromedp.Poll(`[...document.querySelectorAll(".toast")].some((t) => t.textContent.startsWith("snapshot at entry") || t.textContent.startsWith("nothing to do"))`, nil))
