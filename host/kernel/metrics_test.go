@@ -187,12 +187,15 @@ func TestMetricsLiveFollowsEviction(t *testing.T) {
 		m, _ := gadgetMetrics(t, ws)
 		return m["counter"]["instances"] == float64(0)
 	})
+	// On a slow machine the instance may also have been evicted between the two calls (20 ms
+	// idle), so the starts so far are 1 or 2; each later start is counted once.
 	m, _ := gadgetMetrics(t, ws)
-	if m["counter"]["calls"] != float64(2) || m["counter"]["started"] != float64(1) {
-		t.Fatalf("after eviction: %v, want the 2 calls and 1 start kept", m["counter"])
+	started, _ := m["counter"]["started"].(float64)
+	if m["counter"]["calls"] != float64(2) || started < 1 || started > 2 {
+		t.Fatalf("after eviction: %v, want the 2 calls and their 1 or 2 starts kept", m["counter"])
 	}
 	await(t, app.Call(ctx, "increment", 1))
-	if m, _ := gadgetMetrics(t, ws); m["counter"]["started"] != float64(2) {
-		t.Fatalf("after a call of the evicted gadget: %v, want a second instance started", m["counter"])
+	if m, _ := gadgetMetrics(t, ws); m["counter"]["started"] != started+1 {
+		t.Fatalf("after a call of the evicted gadget: %v, want one more instance started than %v", m["counter"], started)
 	}
 }
