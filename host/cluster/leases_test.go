@@ -41,6 +41,26 @@ func eventually(t testing.TB, what string, cond func() bool) {
 	}
 }
 
+// claimWhenFree claims ws at l once l's view of the lease shows no holder: its reads may come
+// from a replica a moment behind the release.
+func claimWhenFree(t testing.TB, l *Leases, ws store.WorkspaceID) *Claim {
+	t.Helper()
+	var c *Claim
+	eventually(t, fmt.Sprintf("%s claims the released workspace", l.node.Name()), func() bool {
+		var owner *store.OwnerError
+		var err error
+		c, err = l.Claim(context.Background(), ws)
+		if errors.As(err, &owner) {
+			return false
+		}
+		if err != nil {
+			t.Fatalf("%s claiming a released workspace: %v", l.node.Name(), err)
+		}
+		return true
+	})
+	return c
+}
+
 // closedWithin reports whether ch is closed now or closes within d.
 func closedWithin(ch <-chan struct{}, d time.Duration) bool {
 	select {
@@ -127,10 +147,7 @@ func TestAWorkspaceHasOneHolder(t *testing.T) {
 	// A KV read may be served by a replica a moment behind (direct get), so the release shows
 	// shortly after.
 	eventually(t, "the released lease is gone", func() bool { return holder(t, ls[0], ws) == "" })
-	c2, err := ls[1].Claim(ctx, ws)
-	if err != nil {
-		t.Fatalf("n2 claiming a released workspace: %v", err)
-	}
+	c2 := claimWhenFree(t, ls[1], ws)
 	defer c2.Release(ctx)
 	for _, l := range ls {
 		eventually(t, fmt.Sprintf("%s sees n2 holding", l.node.Name()), func() bool { return holder(t, l, ws) == "n2" })
