@@ -136,15 +136,6 @@ func checkGadget(ctx context.Context, dir string, res *builder.Result, cacheDir 
 	return errors.New(strings.Join(msgs, "\n"))
 }
 
-// packageFormats maps the formats of atelier.json (sdk/templates' names, which
-// builder.ReadConfig has checked) to the package formats of manifest.json (host/gatekeeper's).
-// The two packages do not import each other; this is where their names meet.
-var packageFormats = map[string]string{
-	"":                        gatekeeper.FormatComponent,
-	templates.FormatComponent: gatekeeper.FormatComponent,
-	templates.FormatExtism:    gatekeeper.FormatExtism,
-}
-
 // unjoin returns the errors an errors.Join holds, or err alone.
 func unjoin(err error) []error {
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
@@ -222,9 +213,11 @@ func packGatekeeper(ctx context.Context, dir, format string, wasm []byte, cacheD
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, gatekeeper.ManifestFile), err)
 	}
-	want, ok := packageFormats[format]
-	if !ok {
-		return nil, fmt.Errorf("%s: format %q has no gatekeeper package format", builder.ConfigFile, format)
+	// atelier.json's formats (sdk/templates, checked by builder.ReadConfig) named as
+	// manifest.json's (host/gatekeeper): the two packages do not import each other.
+	want := gatekeeper.FormatComponent
+	if format == templates.FormatExtism {
+		want = gatekeeper.FormatExtism
 	}
 	if got := m.PackageFormat(); got != want {
 		return nil, fmt.Errorf("%s says format %s but %s says %s: make them agree (\"format\": %q in both for an Extism plugin, in neither for a component)",

@@ -379,12 +379,16 @@ func (s *Store) compactLoop() {
 		case <-t.C:
 		case <-s.compactDue:
 		}
-		latest, _, err := s.snaps.latest(s.ctx)
-		if err != nil {
-			continue
-		}
 		applied := s.Applied()
-		due := applied-min(latest, applied) >= every && s.compactsHere() && s.worthSnapshot(s.ctx)
+		var latest uint64
+		due := s.compactsHere() // only then is the newest snapshot worth a read
+		if due {
+			var err error
+			if latest, _, err = s.snaps.latest(s.ctx); err != nil {
+				continue
+			}
+			due = applied-min(latest, applied) >= every && s.worthSnapshot(s.ctx)
+		}
 		if due {
 			c, err := s.Compact(s.ctx)
 			if err != nil && s.ctx.Err() == nil {

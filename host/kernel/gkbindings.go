@@ -229,23 +229,29 @@ type GatekeeperBindingInfo struct {
 // the gadget, so whoever may call it may see with which account; the account's resource (a URL,
 // which may itself grant access) is shown only to callers with the build role.
 func (w *Workspace) ListGatekeeperBindings(ctx context.Context) ([]GatekeeperBindingInfo, error) {
-	out := []GatekeeperBindingInfo{}
-	err := w.enter(ctx, store.RoleUse, "listGatekeeperBindings", func(ov *overseer) error {
-		role, err := ov.roleOf(w.p)
-		if err != nil {
-			return err
-		}
+	var out []GatekeeperBindingInfo
+	err := w.enterAs(ctx, store.RoleUse, "listGatekeeperBindings", func(ov *overseer, role store.Role) error {
+		out = []GatekeeperBindingInfo{} // the callback runs again if the overseer stopped meanwhile
 		gs, err := ov.gadgetsOf(w.p)
 		if err != nil {
 			return err
 		}
+		gks, err := w.k.st.Gatekeepers(ctx)
+		if err != nil {
+			return err
+		}
+		names := make(map[string]string, len(gks)) // gatekeeper id -> name
+		for _, gk := range gks {
+			names[gk.ID] = gk.Name
+		}
+		withResource := role.Allows(store.RoleBuild)
 		for _, g := range gs {
 			for name, account := range g.Gatekeepers {
-				info, err := w.k.gatekeeperBinding(ctx, g.Name, name, account)
+				info, err := w.k.gatekeeperBinding(ctx, g.Name, name, account, names)
 				if err != nil {
 					return err
 				}
-				if !role.Allows(store.RoleBuild) {
+				if !withResource {
 					info.Resource = ""
 				}
 				out = append(out, info)
@@ -259,8 +265,9 @@ func (w *Workspace) ListGatekeeperBindings(ctx context.Context) ([]GatekeeperBin
 	return out, wrapErr(err, "list gatekeeper bindings")
 }
 
-// gatekeeperBinding describes binding name of gadget to account.
-func (k *Kernel) gatekeeperBinding(ctx context.Context, gadget, name, account string) (GatekeeperBindingInfo, error) {
+// gatekeeperBinding describes binding name of gadget to account; gatekeepers names the
+// installed gatekeepers by id (a removed one leaves the name blank).
+func (k *Kernel) gatekeeperBinding(ctx context.Context, gadget, name, account string, gatekeepers map[string]string) (GatekeeperBindingInfo, error) {
 	info := GatekeeperBindingInfo{Gadget: gadget, Name: name, Account: account}
 	acct, err := k.st.Account(ctx, account)
 	if errors.Is(err, store.ErrNotFound) {
@@ -270,13 +277,6 @@ func (k *Kernel) gatekeeperBinding(ctx context.Context, gadget, name, account st
 	if err != nil {
 		return info, wrapErr(err, "binding %s.%s", gadget, name)
 	}
-	info.Owner, info.Resource = k.username(ctx, acct.Owner), acct.Resource
-	rec, _, err := k.st.Gatekeeper(ctx, acct.Gatekeeper)
-	switch {
-	case err == nil:
-		info.Gatekeeper = rec.Name
-	case !errors.Is(err, store.ErrNotFound): // a removed gatekeeper leaves the name blank
-		return info, wrapErr(err, "binding %s.%s: gatekeeper of account %s", gadget, name, account)
-	}
+	info.Owner, info.Resource, info.Gatekeeper = k.username(ctx, acct.Owner), acct.Resource, gatekeepers[acct.Gatekeeper]
 	return info, nil
 }

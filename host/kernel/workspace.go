@@ -27,11 +27,17 @@ type Workspace struct {
 
 // enter runs fn on the overseer once p's role includes need.
 func (w *Workspace) enter(ctx context.Context, need store.Role, what string, fn func(ov *overseer) error) error {
+	return w.enterAs(ctx, need, what, func(ov *overseer, _ store.Role) error { return fn(ov) })
+}
+
+// enterAs is enter for fn that needs the caller's role.
+func (w *Workspace) enterAs(ctx context.Context, need store.Role, what string, fn func(ov *overseer, role store.Role) error) error {
 	return w.k.withCachedOverseer(ctx, w.id, &w.ov, func(ov *overseer) error {
-		if _, err := ov.require(w.p, need, what); err != nil {
+		role, err := ov.require(w.p, need, what)
+		if err != nil {
 			return err
 		}
-		return fn(ov)
+		return fn(ov, role)
 	})
 }
 

@@ -90,6 +90,21 @@ type Project struct {
 // Extism reports whether the project is a gatekeeper built as an Extism plugin.
 func (p Project) Extism() bool { return p.Format == FormatExtism }
 
+// CheckFormat reports whether a kind-lang project may be built in format ("" is
+// FormatComponent): FormatExtism is for gatekeepers in Go only.
+func CheckFormat(kind, lang, format string) error {
+	switch format {
+	case "", FormatComponent:
+		return nil
+	case FormatExtism:
+		if kind != "gatekeeper" || lang != "go" {
+			return fmt.Errorf("format %s is for gatekeepers in Go (--lang go), not a %s in %s", FormatExtism, kind, langNames[kind][lang])
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown format %q: want %s or %s", format, FormatComponent, FormatExtism)
+}
+
 // LangName is the language's name in prose ("TypeScript").
 func (p Project) LangName() string { return langNames[p.Kind][p.Lang] }
 
@@ -131,14 +146,8 @@ func (p Project) Validate() error {
 	if _, ok := names[p.Lang]; !ok {
 		return fmt.Errorf("no %s template for language %q: want one of %s", p.Kind, p.Lang, strings.Join(Langs(p.Kind), ", "))
 	}
-	switch p.Format {
-	case "", FormatComponent:
-	case FormatExtism:
-		if p.Kind != "gatekeeper" || p.Lang != "go" {
-			return fmt.Errorf("format %s is for gatekeepers in Go (--lang go), not a %s in %s", FormatExtism, p.Kind, p.LangName())
-		}
-	default:
-		return fmt.Errorf("unknown format %q: want %s or %s", p.Format, FormatComponent, FormatExtism)
+	if err := CheckFormat(p.Kind, p.Lang, p.Format); err != nil {
+		return err
 	}
 	if !namePattern.MatchString(p.Name) {
 		return fmt.Errorf("bad name %q: use lowercase letters, digits and dashes, starting with a letter (my-counter)", p.Name)

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -129,9 +128,6 @@ func (s *stream) waitFor(want string) {
 // password is the test user's password.
 const password = "correct horse battery staple"
 
-// adminToken finds the admin token `atelier serve` printed on its first run.
-var adminToken = regexp.MustCompile(`admin token[^\n]*\n\s+(\S+)`)
-
 // server starts `atelier serve`, signs up a user with a workspace and returns a cli logged in
 // to it, and the admin token.
 func server(t *testing.T) (cli, string) {
@@ -144,11 +140,7 @@ func server(t *testing.T) (cli, string) {
 	c := cli{t: t, bin: bin, env: env}
 	c.run(t.TempDir(), "login", "--signup", "--username", "ada")
 	c.run(t.TempDir(), "workspace", "create", "home")
-	m := adminToken.FindStringSubmatch(srv.Output())
-	if m == nil {
-		t.Fatalf("no admin token in the output of atelier serve:\n%s", srv.Output())
-	}
-	return c, m[1]
+	return c, srv.AdminToken(t)
 }
 
 // TestGadgetTemplates makes a gadget from each language's template outside the repository,

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -120,22 +119,12 @@ func newHarness(t *testing.T, serverArgs ...string) *harness {
 	return &harness{t: t, root: root, base: base, srv: srv, browser: browser, artifacts: artifacts}
 }
 
-// adminTokenLine finds the admin token `atelier serve` prints on its first run.
-var adminTokenLine = regexp.MustCompile(`admin token[^\n]*\n\s+(\S+)`)
-
 // adminTab opens a tab at origin (the server's base URL, or the same under another host name
 // for storage of its own) signed in as the admin, with the token the server printed on its
 // first run (a node of a cluster prints it after its listening line: it is waited for).
 func (h *harness) adminTab(origin string) context.Context {
 	h.t.Helper()
-	var token string
-	for deadline := time.Now().Add(stepTimeout); token == ""; time.Sleep(50 * time.Millisecond) {
-		if m := adminTokenLine.FindStringSubmatch(h.srv.Output()); m != nil {
-			token = m[1]
-		} else if time.Now().After(deadline) {
-			h.t.Fatalf("no admin token in the server's output:\n%s", h.srv.Output())
-		}
-	}
+	token := h.srv.AdminToken(h.t)
 	tab := h.tab()
 	h.run(tab, "sign in as the admin", chromedp.Navigate(origin+"/"), visible("#login"),
 		chromedp.Evaluate(`localStorage.setItem("atelier.token", `+strconv.Quote(token)+`)`, nil), chromedp.Reload(), visible("#user #logout"))

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -171,9 +172,6 @@ type session struct {
 	out     strings.Builder // everything the commands printed so far
 }
 
-// adminToken finds the admin token `atelier serve` prints on its first run.
-var adminToken = regexp.MustCompile(`admin token[^\n]*\n\s+(\S+)`)
-
 // newSession makes a scratch checkout (links to the repository, copies of the folders the
 // documents write into), starts a server and prepares the reader's environment.
 func newSession(t *testing.T, root, bin, file string, setup docSetup, v variant) *session {
@@ -212,15 +210,8 @@ func newSession(t *testing.T, root, bin, file string, setup docSetup, v variant)
 	}
 
 	srv := serveproc.Start(t, bin, filepath.Join(t.TempDir(), "atelier.db"), filepath.Join(tmpDir, "artifacts"))
-	m := adminToken.FindStringSubmatch(srv.Output())
-	for deadline := time.Now().Add(serveproc.StartTimeout); m == nil; m = adminToken.FindStringSubmatch(srv.Output()) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no admin token in the output of atelier serve:\n%s", srv.Output())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 	s := &session{t: t, root: root, scratch: scratch, state: filepath.Join(t.TempDir(), "state.sh"),
-		env: readerEnv(t, scratch, home, srv.URL), srv: srv, admin: m[1], setup: setup, variant: v}
+		env: readerEnv(t, scratch, home, srv.URL), srv: srv, admin: srv.AdminToken(t), setup: setup, variant: v}
 	if err := os.WriteFile(s.state, []byte("cd "+shellQuote(scratch)+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -418,7 +409,7 @@ func (s *session) node(b block) {
 	for changed := true; changed; {
 		changed = false
 		for _, p := range jsPreludes {
-			if slicesContain(preludes, p.code) || declared(code, p.names[0]) {
+			if slices.Contains(preludes, p.code) || declared(code, p.names[0]) {
 				continue
 			}
 			for _, n := range p.names {
@@ -433,7 +424,7 @@ func (s *session) node(b block) {
 	}
 	var ordered []string // the preludes in table order
 	for _, p := range jsPreludes {
-		if slicesContain(preludes, p.code) {
+		if slices.Contains(preludes, p.code) {
 			ordered = append(ordered, p.code)
 		}
 	}
@@ -463,16 +454,6 @@ var nodeFlags = sync.OnceValue(func() []string {
 	}
 	return nil
 })
-
-// slicesContain reports whether list holds v.
-func slicesContain(list []string, v string) bool {
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
 
 // write writes a file block where the reader writes it, relative to the session's working
 // folder: the whole file, or, with `from "TEXT"`, the file from TEXT on.

@@ -188,6 +188,23 @@ func (p *Process) Output() string {
 	return p.output.String()
 }
 
+// adminTokenLine is where `atelier serve` prints the admin token on its first run.
+var adminTokenLine = regexp.MustCompile(`admin token[^\n]*\n\s+(\S+)`)
+
+// AdminToken returns the admin token the server printed on its first run, waiting up to
+// StartTimeout for it (a node of a cluster prints it after its listening line).
+func (p *Process) AdminToken(tb testing.TB) string {
+	tb.Helper()
+	for deadline := time.Now().Add(StartTimeout); ; time.Sleep(20 * time.Millisecond) {
+		if m := adminTokenLine.FindStringSubmatch(p.Output()); m != nil {
+			return m[1]
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("no admin token in the output of atelier serve:\n%s", p.Output())
+		}
+	}
+}
+
 // Kill sends SIGKILL (unless the process has exited) and waits for the process to be gone.
 func (p *Process) Kill(tb testing.TB) {
 	select {

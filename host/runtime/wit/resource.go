@@ -42,36 +42,36 @@ func SplitResourceFunc(name string) (kind, res, fn string) {
 	return "", "", ""
 }
 
-// HasResource reports whether values of type t can hold a resource handle (own or borrow).
-func HasResource(t *Type) bool {
+// Contains reports whether t or a type inside it satisfies is.
+func Contains(t *Type, is func(*Type) bool) bool {
 	if t == nil {
 		return false
 	}
-	switch t.Kind {
-	case Own, Borrow:
+	if is(t) || Contains(t.Elem, is) || Contains(t.Ok, is) || Contains(t.Err, is) {
 		return true
-	case List, Option:
-		return HasResource(t.Elem)
-	case Result:
-		return HasResource(t.Ok) || HasResource(t.Err)
 	}
-	for _, f := range t.Fields {
-		if HasResource(f.Type) {
+	for _, e := range t.Elems {
+		if Contains(e, is) {
 			return true
 		}
 	}
-	for _, e := range t.Elems {
-		if HasResource(e) {
+	for _, f := range t.Fields {
+		if Contains(f.Type, is) {
 			return true
 		}
 	}
 	for _, c := range t.Cases {
-		if HasResource(c.Type) {
+		if Contains(c.Type, is) {
 			return true
 		}
 	}
 	return false
 }
+
+// HasResource reports whether values of type t can hold a resource handle (own or borrow).
+func HasResource(t *Type) bool { return Contains(t, isHandle) }
+
+func isHandle(t *Type) bool { return t.Kind == Own || t.Kind == Borrow }
 
 // FuncHasResource reports whether a function of type ft takes or returns a resource handle.
 func FuncHasResource(ft *FuncType) bool {

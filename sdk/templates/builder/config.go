@@ -88,14 +88,8 @@ func ReadConfig(dir string) (Config, error) {
 	default:
 		return c, fmt.Errorf("%s: lang %q: want go, js, ts or c", ConfigFile, c.Lang)
 	}
-	switch c.Format {
-	case "", templates.FormatComponent:
-	case templates.FormatExtism:
-		if c.Kind != "gatekeeper" || c.Lang != "go" {
-			return c, fmt.Errorf("%s: format %s is for gatekeepers in Go, not a %s in %s", ConfigFile, c.Format, c.Kind, c.Lang)
-		}
-	default:
-		return c, fmt.Errorf("%s: format %q: want %s or %s", ConfigFile, c.Format, templates.FormatComponent, templates.FormatExtism)
+	if err := templates.CheckFormat(c.Kind, c.Lang, c.Format); err != nil {
+		return c, fmt.Errorf("%s: %w", ConfigFile, err)
 	}
 	if c.Name == "" {
 		c.Name = filepath.Base(dir)

@@ -372,31 +372,7 @@ func (w *writer) shape(t *wit.Type, in bool) string {
 // hasBytes reports whether a record holds a list<u8> anywhere (its JSON type differs by
 // direction then).
 func hasBytes(t *wit.Type) bool {
-	return contains(t, func(t *wit.Type) bool { return t.Kind == wit.List && t.Elem.Kind == wit.U8 })
-}
-
-// contains reports whether t or a type inside it satisfies is.
-func contains(t *wit.Type, is func(*wit.Type) bool) bool {
-	seen := map[*wit.Type]bool{}
-	var walk func(*wit.Type) bool
-	walk = func(t *wit.Type) bool {
-		if t == nil || seen[t] {
-			return false
-		}
-		seen[t] = true
-		if is(t) {
-			return true
-		}
-		kids := append([]*wit.Type{t.Elem, t.Ok, t.Err}, t.Elems...)
-		for _, f := range t.Fields {
-			kids = append(kids, f.Type)
-		}
-		for _, c := range t.Cases {
-			kids = append(kids, c.Type)
-		}
-		return slices.ContainsFunc(kids, walk)
-	}
-	return walk(t)
+	return wit.Contains(t, func(t *wit.Type) bool { return t.Kind == wit.List && t.Elem.Kind == wit.U8 })
 }
 
 func quoted(names []string) string {

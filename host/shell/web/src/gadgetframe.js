@@ -55,8 +55,8 @@ class UiSubscription extends RpcTarget {
  * Serves a bridge on port: the object the frame's `gadget` stub reaches. subscribe(cb) is the
  * gadget's event subscription; any other method name goes to the gadget's connect() stub, so
  * the server decides what exists (the gadget's exports) and checks the caller's role on every
- * call. gadget() and app() return the current session's stubs, so the bridge survives
- * reconnects. The bridge keeps the Subscriptions it hands out, at most MAX_SUBSCRIPTIONS; they
+ * call. gadget() and app() return the page's stubs (a new session re-renders the page, which
+ * unmounts the frame). The bridge keeps the Subscriptions it hands out, at most MAX_SUBSCRIPTIONS; they
  * end on the server when the session on port ends, from the frame's side or through the
  * returned function, which ends it and closes port.
  */

@@ -19,17 +19,21 @@ function gatekeeperTable(ctx, { bindings, err }) {
           h("td", { class: "mono" }, b.name),
           h("td", null, b.missing ? h("span", { class: "muted" }, "account disconnected") : b.gatekeeper),
           h("td", null, b.missing ? h("span", { class: "mono muted" }, b.account) : [`${b.owner}'s `, h("span", { class: "mono" }, b.resource)]),
-          h("td", null,
-            h("button", {
-              class: "small unbind",
-              text: "Unbind",
-              onclick: () =>
-                attempt(async () => {
-                  await ws.unbindGatekeeper(b.gadget, b.name);
-                  toast(`unbound ${b.gadget}.${b.name}`);
-                  ctx.refresh();
-                }),
-            }))))));
+          h("td", null, unbindButton(ctx, b.gadget, b.name, () => ws.unbindGatekeeper(b.gadget, b.name)))))));
+}
+
+/** An Unbind button for binding name of gadget: unbind() removes it. */
+function unbindButton(ctx, gadget, name, unbind) {
+  return h("button", {
+    class: "small unbind",
+    text: "Unbind",
+    onclick: () =>
+      attempt(async () => {
+        await unbind();
+        toast(`unbound ${gadget}.${name}`);
+        ctx.refresh();
+      }),
+  });
 }
 
 export async function renderBindings(el, ctx) {
@@ -48,20 +52,7 @@ export async function renderBindings(el, ctx) {
         h("td", null, g.name),
         h("td", { class: "mono" }, name),
         h("td", null, target),
-        h(
-          "td",
-          null,
-          h("button", {
-            class: "small",
-            text: "Unbind",
-            onclick: () =>
-              attempt(async () => {
-                await ws.unbind(g.name, name);
-                toast(`unbound ${g.name}.${name}`);
-                ctx.refresh();
-              }),
-          }),
-        ),
+        h("td", null, unbindButton(ctx, g.name, name, () => ws.unbind(g.name, name))),
       ),
     ),
   );

@@ -1,9 +1,7 @@
 // The cluster admin screen (admin only, cluster mode): the nodes with their state, workspaces
 // and the last log entry each applied, the log's size and newest snapshot, which node runs each
 // workspace; drain the node serving this session, compact the log. As `atelier cluster`.
-import { h, replace, attempt, toast, when } from "../dom.js";
-
-const kib = (n) => `${Math.ceil(Number(n) / 1024)} KiB`;
+import { h, replace, attempt, toast, when, kib } from "../dom.js";
 
 export async function renderCluster(el, ctx) {
   const { api } = ctx;

@@ -1,33 +1,20 @@
 // One gadget: its UI (client.js in a sandboxed frame), a method console, versions (which carry
 // a UI) and rollback, deploy of a new version, a UI-only change, inspect, rename and delete.
-import { h, replace, attempt, toast, errorText, json, when } from "../dom.js";
+import { h, replace, attempt, toast, errorText, json, when, kib } from "../dom.js";
 import { mountGadgetFrame } from "../gadgetframe.js";
 import { deployForm } from "./gadgets.js";
 
 export async function renderGadget(el, ctx) {
-  const { ws, role, wsId, name, conn } = ctx;
+  const { ws, role, name } = ctx;
   const gadget = ws.gadget(name);
   const info = await gadget.info();
   const build = role !== "use";
 
-  // The frame's bridge looks the stubs up on every call, in the session of the moment: one
-  // Workspace, Gadget and connect() stub per session, released with the next or on cleanup.
-  let live = { epoch: -1, stubs: [] };
-  const release = () => {
-    for (const stub of live.stubs.reverse()) stub[Symbol.dispose]();
-    live = { epoch: -1, stubs: [] };
-  };
-  const stubs = () => {
-    if (live.epoch !== conn.epoch) {
-      release();
-      const w = conn.api.openWorkspace(wsId);
-      const g = w.gadget(name);
-      live = { epoch: conn.epoch, stubs: [w, g, g.connect()] };
-    }
-    return live.stubs;
-  };
-  const current = () => stubs()[1];
-  const currentApp = () => stubs()[2];
+  // The frame's bridge calls through one connect() stub; a new session re-renders the page
+  // (main.js), which unmounts the frame and releases it first.
+  let app;
+  const currentApp = () => (app ??= gadget.connect());
+  const releaseApp = () => app?.[Symbol.dispose]();
 
   const uiBox = h("div", { class: "gadget-ui", id: "gadget-ui" });
   let client = null;
@@ -37,8 +24,8 @@ export async function renderGadget(el, ctx) {
     replace(uiBox, h("p", { class: "muted" }, `The UI could not be loaded: ${errorText(err)}`));
   }
   if (client) {
-    ctx.onCleanup(mountGadgetFrame(uiBox, { title: `${name} UI`, source: client.source, gadget: current, app: currentApp }));
-    ctx.onCleanup(release); // after the frame's bridge has closed
+    ctx.onCleanup(mountGadgetFrame(uiBox, { title: `${name} UI`, source: client.source, gadget: () => gadget, app: currentApp }));
+    ctx.onCleanup(releaseApp); // after the frame's bridge has closed
   } else if (client === null && !uiBox.firstChild) {
     replace(uiBox, h("p", { class: "muted" }, "This gadget has no UI: it ships no client.js. Its methods are below."));
   }
@@ -111,7 +98,7 @@ function versionsPanel(ctx, gadget, info, build) {
               { class: v.number === info.current ? "current" : "", dataset: { version: v.number } },
               h("td", null, `v${v.number}`),
               h("td", { class: "mono" }, v.sha256.slice(0, 12)),
-              h("td", null, `${Math.ceil(v.size / 1024)} KiB`),
+              h("td", null, kib(v.size)),
               h("td", { class: "ui-cell", title: v.client ? `client.js sha256 ${v.client}` : "" }, v.client ? `UI ${v.client.slice(0, 12)}` : h("span", { class: "muted" }, "no UI")),
               h("td", null, when(v.created)),
               h(
