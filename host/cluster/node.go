@@ -20,6 +20,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -120,10 +121,24 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start cluster node %s: %w", cfg.Name, err)
 	}
+	fatal := fatalLog{log: cfg.Logger.With("node", cfg.Name), first: make(chan string, 1)}
+	srv.SetLogger(fatal, false, false)
 	srv.Start()
 	// Recovering a large JetStream store, or a loaded machine, can take a while: wait as long
-	// as ctx lets, saying so.
+	// as ctx lets, saying so. A port the server cannot listen on ends the wait at once.
 	for waited := time.Duration(0); !srv.ReadyForConnections(time.Second); waited += time.Second {
+		select {
+		case msg := <-fatal.first:
+			srv.Shutdown()
+			switch {
+			case strings.Contains(msg, "listening on router port"):
+				msg += " (is another program using that address? choose another --cluster-addr, or stop it)"
+			case strings.Contains(msg, "listening on port"):
+				msg += " (is another program using that address? choose another --nats-addr, or stop it)"
+			}
+			return nil, fmt.Errorf("start cluster node %s: %s", cfg.Name, msg)
+		default:
+		}
 		if err := ctx.Err(); err != nil {
 			srv.Shutdown()
 			return nil, fmt.Errorf("start cluster node %s: the NATS server was not ready after %s: %w", cfg.Name, waited, err)
@@ -151,6 +166,39 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	return n, nil
 }
+
+// fatalLog is the embedded NATS server's logger. It drops the server's routine messages (the
+// node logs what matters itself) and logs its fatal errors, the first of which (a port it
+// cannot listen on) Start returns instead of waiting for a server that will never be ready.
+type fatalLog struct {
+	log   *slog.Logger
+	first chan string
+}
+
+// Fatalf logs a fatal server error and keeps the first one for Start.
+func (f fatalLog) Fatalf(format string, v ...any) {
+	msg := fmt.Sprintf(format, v...)
+	f.log.Error("the NATS server stopped a part of itself", "err", msg)
+	select {
+	case f.first <- msg:
+	default:
+	}
+}
+
+// Noticef drops a notice.
+func (fatalLog) Noticef(string, ...any) {}
+
+// Warnf drops a warning.
+func (fatalLog) Warnf(string, ...any) {}
+
+// Errorf drops an error the server recovers from (a route not up yet, a client gone).
+func (fatalLog) Errorf(string, ...any) {}
+
+// Debugf drops a debug message.
+func (fatalLog) Debugf(string, ...any) {}
+
+// Tracef drops a trace message.
+func (fatalLog) Tracef(string, ...any) {}
 
 func serverOptions(cfg Config) (*server.Options, error) {
 	o := &server.Options{

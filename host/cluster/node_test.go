@@ -9,28 +9,15 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-// freePorts returns n loopback ports that were free a moment ago.
-func freePorts(t testing.TB, n int) []int {
-	t.Helper()
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-		defer l.Close()
-	}
-	return ports
-}
+	"atelier/tests/freeport"
+)
 
 // testNodes starts n nodes in this process, routed to each other when n > 1 (Replicas n), and
 // closes them when the test ends.
 func testNodes(t testing.TB, n int, tweak func(*Config)) []*Node {
 	t.Helper()
-	ports := freePorts(t, n)
+	ports := freeport.Take(t, n)
 	cfgs := make([]Config, n)
 	for i := range n {
 		cfgs[i] = Config{Name: fmt.Sprintf("n%d", i+1), Dir: t.TempDir(), Replicas: n, LeaseTTL: 2 * time.Second}
@@ -98,7 +85,7 @@ func TestAClusterNeedsASecret(t *testing.T) {
 
 func TestANodeWithAnotherSecretCannotJoin(t *testing.T) {
 	nodes := testNodes(t, 3, nil)
-	port := freePorts(t, 1)[0]
+	port := freeport.Take(t, 1)[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	var routes []string
@@ -160,5 +147,25 @@ func TestRoutesAreTLS(t *testing.T) {
 	}
 	if err := handshake(other); err == nil || !strings.Contains(err.Error(), "certificate") {
 		t.Fatalf("a node verified with another secret's authority: %v", err)
+	}
+}
+
+// TestAPortInUseFailsAtOnce: a node whose cluster address is taken says so when it starts,
+// instead of waiting for a server that cannot become ready.
+func TestAPortInUseFailsAtOnce(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	nd, err := Start(ctx, Config{Name: "n1", Dir: t.TempDir(), Listen: l.Addr().String(), Secret: "test-secret", Routes: []string{"127.0.0.1:1"}})
+	if err == nil {
+		nd.Close()
+		t.Fatal("a node started on a cluster address another listener holds")
+	}
+	if ctx.Err() != nil || !strings.Contains(err.Error(), "address already in use") || !strings.Contains(err.Error(), "--cluster-addr") {
+		t.Fatalf("got %v, want an immediate error naming the address in use and the flag", err)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -27,6 +26,7 @@ import (
 	"atelier/capnweb"
 	"atelier/sdk/guesttest"
 	capnwebtests "atelier/tests/capnweb"
+	"atelier/tests/freeport"
 	"atelier/tests/serveproc"
 )
 
@@ -52,7 +52,7 @@ func startCluster(t testing.TB, n int, extra ...string) *testCluster {
 	if err := os.WriteFile(secret, []byte("cluster-test-secret-0123456789\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ports := freePorts(t, n)
+	ports := freeport.Take(t, n)
 	c := &testCluster{bin: serveproc.Binary(t, tmpDir)}
 	for i := range n {
 		var routes []string
@@ -94,20 +94,6 @@ func startCluster(t testing.TB, n int, extra ...string) *testCluster {
 		t.Fatalf("%d nodes printed a first-run admin token, want one for the whole cluster", printed)
 	}
 	return c
-}
-
-func freePorts(t testing.TB, n int) []int {
-	t.Helper()
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports
 }
 
 // client is one Cap'n Web session with a node, authenticated.
