@@ -3,5 +3,7 @@
 // packaged, installed and run against the jsonapi notes service (jsonapi/), started as a
 // separate process on loopback. BenchmarkFetch also builds guests/hop-c, the C gatekeeper
 // template with a main.c that does almost nothing of its own, with the authoring kit's builder.
+// The Extism builds (gatekeepers/notes-extism, and guests/edge-extism, which drives the edges of
+// the Extism SDK, atelier/sdk/go/extism) run on the Extism host.
 // Run with `go test ./tests/gatekeeper` (skipped under -short).
 package gatekeeper

@@ -21,35 +21,55 @@ import (
 	"atelier/host/runtime"
 )
 
-var (
-	extismOnce sync.Once
-	extismWasm []byte
-	extismErr  error
-)
+// plugin is an Extism plugin the tests build once per test process.
+type plugin struct {
+	once sync.Once
+	wasm []byte
+	err  error
+}
 
-// notesExtism builds gatekeepers/notes-extism (once per test process) with its build.sh.
-func notesExtism(t testing.TB) []byte {
+var notesPlugin, edgePlugin plugin
+
+// build returns the plugin's module, building it first (once per test process) with the
+// command cmd returns, which writes it to out; name names it in the file and the errors.
+func (p *plugin) build(t testing.TB, name string, cmd func(out string) *exec.Cmd) []byte {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("skipped under -short: builds the plugin")
 	}
-	extismOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "atelier-notes-extism-")
+	p.once.Do(func() {
+		dir, err := os.MkdirTemp("", "atelier-"+name+"-")
 		if err != nil {
-			extismErr = err
+			p.err = err
 			return
 		}
-		out := filepath.Join(dir, "notes.wasm")
-		if log, err := exec.Command("bash", "../../gatekeepers/notes-extism/build.sh", out).CombinedOutput(); err != nil {
-			extismErr = fmt.Errorf("build notes-extism: %v\n%s", err, log)
+		out := filepath.Join(dir, name+".wasm")
+		if log, err := cmd(out).CombinedOutput(); err != nil {
+			p.err = fmt.Errorf("build %s: %v\n%s", name, err, log)
 			return
 		}
-		extismWasm, extismErr = os.ReadFile(out)
+		p.wasm, p.err = os.ReadFile(out)
 	})
-	if extismErr != nil {
-		t.Fatal(extismErr)
+	if p.err != nil {
+		t.Fatal(p.err)
 	}
-	return extismWasm
+	return p.wasm
+}
+
+// notesExtism builds gatekeepers/notes-extism with its build.sh.
+func notesExtism(t testing.TB) []byte {
+	return notesPlugin.build(t, "notes-extism", func(out string) *exec.Cmd {
+		return exec.Command("bash", "../../gatekeepers/notes-extism/build.sh", out)
+	})
+}
+
+// edgeExtism builds guests/edge-extism as that build.sh builds notes-extism.
+func edgeExtism(t testing.TB) []byte {
+	return edgePlugin.build(t, "edge-extism", func(out string) *exec.Cmd {
+		cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-buildmode=c-shared", "-o", out, "./guests/edge-extism")
+		cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+		return cmd
+	})
 }
 
 // newEngine returns an Extism engine whose egress allows the given loopback addresses.

@@ -227,19 +227,36 @@ func install(t testing.TB, rt *runtime.Runtime, m gatekeeper.Manifest, wasm []by
 // console collects an instance's console lines.
 type console struct {
 	mu    sync.Mutex
-	lines []string
+	lines []runtime.ConsoleLine
 }
 
 func (c *console) add(l runtime.ConsoleLine) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.lines = append(c.lines, l.Text)
+	c.lines = append(c.lines, l)
 }
 
+// text returns the lines' text, one a line.
 func (c *console) text() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return strings.Join(c.lines, "\n")
+	texts := make([]string, len(c.lines))
+	for i, l := range c.lines {
+		texts[i] = l.Text
+	}
+	return strings.Join(texts, "\n")
+}
+
+// level returns the level of the first line whose text is text, or "(no line)".
+func (c *console) level(text string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, l := range c.lines {
+		if l.Text == text {
+			return l.Level
+		}
+	}
+	return "(no line)"
 }
 
 // start starts an instance of g for the account and opens a session.

@@ -1,8 +1,9 @@
 //go:build wasip1
 
-// Command edge is the Extism gatekeeper of sdk/go/extism's tests: each session method drives
-// one edge of the SDK (a result that is not JSON, an error without a message, a refused
-// fetch, a log level out of range) and reports what the SDK gave it.
+// Command edge-extism is the Extism gatekeeper of TestExtismSDKEdges (the tests of
+// atelier/sdk/go/extism and its gatekeeper and host packages): each session method drives one
+// edge of the SDK (a result that is not JSON, an error without a message, a refused fetch, a
+// log level out of range) and reports what the SDK gave it.
 package main
 
 import (
