@@ -249,8 +249,7 @@ func (l *Leases) follow(loaded chan struct{}) {
 		}
 		l.mu.Lock()
 		if live {
-			l.nodes[id] = NodeInfo{Name: id, Address: rec.Address, Draining: rec.Draining, Started: rec.Started,
-				Seen: e.Created(), Leases: rec.Leases, Applied: rec.Applied}
+			l.nodes[id] = rec.info(id, e.Created())
 		} else {
 			delete(l.nodes, id)
 		}
@@ -300,7 +299,7 @@ func (l *Leases) publish(ctx context.Context) error {
 	l.publishM.Lock()
 	defer l.publishM.Unlock()
 	l.mu.Lock()
-	rec := memberRecord{Address: l.addr, Draining: l.draining, Started: l.started, Leases: l.heldLocked(), Applied: l.applied.Load()}
+	rec := l.recordLocked()
 	l.mu.Unlock()
 	b, err := json.Marshal(rec)
 	if err != nil {
@@ -313,14 +312,23 @@ func (l *Leases) publish(ctx context.Context) error {
 	return nil
 }
 
-// current returns n, this node's published record, with the address, draining state and
-// lease count this node has now: the record is up to a heartbeat old (a quarter of the lease
-// TTL).
+// recordLocked is this node's membership record as it is now (l.mu held).
+func (l *Leases) recordLocked() memberRecord {
+	return memberRecord{Address: l.addr, Draining: l.draining, Started: l.started, Leases: l.heldLocked(), Applied: l.applied.Load()}
+}
+
+// info is the record of node name, published at seen.
+func (r memberRecord) info(name store.NodeID, seen time.Time) NodeInfo {
+	return NodeInfo{Name: name, Address: r.Address, Draining: r.Draining, Started: r.Started,
+		Seen: seen, Leases: r.Leases, Applied: r.Applied}
+}
+
+// current returns n, this node's published record, with the values this node has now: the
+// published record is up to a heartbeat old (a quarter of the lease TTL).
 func (l *Leases) current(n NodeInfo) NodeInfo {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	n.Address, n.Draining, n.Leases = l.addr, l.draining, l.heldLocked()
-	return n
+	return l.recordLocked().info(n.Name, n.Seen)
 }
 
 // SetApplied records the sequence of the last log entry this node's replica applied,

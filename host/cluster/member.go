@@ -119,7 +119,6 @@ func (m *Member) Status(ctx context.Context) (any, error) {
 	for i, n := range st.Nodes {
 		if n.Name == st.Self { // this node's own row shows what it knows now
 			st.Nodes[i] = m.leases.current(n)
-			st.Nodes[i].Applied = st.Applied
 		}
 	}
 	if st.Workspaces, err = m.leases.Held(ctx); err != nil {

@@ -121,7 +121,8 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start cluster node %s: %w", cfg.Name, err)
 	}
-	fatal := fatalLog{log: cfg.Logger.With("node", cfg.Name), first: make(chan string, 1)}
+	log := cfg.Logger.With("node", cfg.Name)
+	fatal := fatalLog{log: log, first: make(chan string, 1)}
 	srv.SetLogger(fatal, false, false)
 	srv.Start()
 	// Recovering a large JetStream store, or a loaded machine, can take a while: wait as long
@@ -144,7 +145,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			return nil, fmt.Errorf("start cluster node %s: the NATS server was not ready after %s: %w", cfg.Name, waited, err)
 		}
 		if waited > 0 && waited%(5*time.Second) == 0 {
-			cfg.Logger.Info("waiting for the NATS server to start (it may be recovering its JetStream files)", "node", cfg.Name, "waited", waited)
+			log.Info("waiting for the NATS server to start (it may be recovering its JetStream files)", "waited", waited)
 		}
 	}
 	nc, err := nats.Connect("", nats.InProcessServer(srv), nats.Name("atelier-"+cfg.Name), nats.MaxReconnects(-1),
@@ -159,7 +160,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		srv.Shutdown()
 		return nil, fmt.Errorf("start cluster node %s: %w", cfg.Name, err)
 	}
-	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.Name), srv: srv, nc: nc, js: js}
+	n := &Node{cfg: cfg, log: log, srv: srv, nc: nc, js: js}
 	if err := n.waitJetStream(ctx); err != nil {
 		n.Close()
 		return nil, err

@@ -380,28 +380,25 @@ func (s *Store) compactLoop() {
 		case <-s.compactDue:
 		}
 		applied := s.Applied()
-		var latest uint64
-		due := s.compactsHere() // only then is the newest snapshot worth a read
-		if due {
-			var err error
-			if latest, _, err = s.snaps.latest(s.ctx); err != nil {
+		// Not this node's to do, not due or failed: look again `every` entries on, or at the tick.
+		seen := applied
+		if s.compactsHere() { // only then is the newest snapshot worth a read
+			latest, _, err := s.snaps.latest(s.ctx)
+			if err != nil {
 				continue
 			}
-			due = applied-min(latest, applied) >= every && s.worthSnapshot(s.ctx)
-		}
-		if due {
-			c, err := s.Compact(s.ctx)
-			if err != nil && s.ctx.Err() == nil {
-				s.log.Warn("could not compact the log", "err", err)
+			seen = max(latest, applied)
+			if applied-min(latest, applied) >= every && s.worthSnapshot(s.ctx) {
+				c, err := s.Compact(s.ctx)
+				if err == nil {
+					seen = max(latest, c.Snapshot)
+				} else if s.ctx.Err() == nil {
+					s.log.Warn("could not compact the log", "err", err)
+				}
 			}
-			due = err == nil
-			latest = max(latest, c.Snapshot)
 		}
 		s.mu.Lock()
-		if !due { // not this node's to do, or failed: look again `every` entries on, or at the tick
-			latest = max(latest, applied)
-		}
-		s.snapSeen = latest
+		s.snapSeen = seen
 		s.mu.Unlock()
 	}
 }
