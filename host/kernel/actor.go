@@ -203,15 +203,7 @@ type reply struct {
 
 // held reports whether the reply must wait for a commit.
 func (r *reply) held() bool {
-	if r.gate == nil {
-		return false
-	}
-	select {
-	case <-r.gate.Done():
-		return false
-	default:
-		return true
-	}
+	return r.gate != nil && !isClosed(r.gate.Done())
 }
 
 // call runs one call of export fn and returns its result once the output gate lets it go.
@@ -359,27 +351,22 @@ func (a *actor) tryLock() bool {
 
 func (a *actor) unlock() { <-a.turn }
 
-// loaded reports whether the actor finished loading.
-func (a *actor) loaded() bool {
+// isClosed reports whether ch is closed, without waiting.
+func isClosed(ch <-chan struct{}) bool {
 	select {
-	case <-a.ready:
+	case <-ch:
 		return true
 	default:
 		return false
 	}
 }
 
+// loaded reports whether the actor finished loading.
+func (a *actor) loaded() bool { return isClosed(a.ready) }
+
 // settled reports whether the actor's last commit has landed; the caller holds the turn.
 func (a *actor) settled() bool {
-	if a.gate == nil {
-		return true
-	}
-	select {
-	case <-a.gate.Done():
-		return true
-	default:
-		return false
-	}
+	return a.gate == nil || isClosed(a.gate.Done())
 }
 
 // pinned reports whether stubs hold resources of the live instance, which keeps it from

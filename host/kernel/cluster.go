@@ -432,11 +432,5 @@ func moved(err error) bool {
 	return errors.As(err, &ce) && ce.Props["code"] == string(CodeMoved)
 }
 
-func sessionEnded(s *capnweb.Session) bool {
-	select {
-	case <-s.Done():
-		return true
-	default:
-		return false
-	}
-}
+// sessionEnded reports whether the peer session s has ended.
+func sessionEnded(s *capnweb.Session) bool { return isClosed(s.Done()) }

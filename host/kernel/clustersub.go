@@ -233,14 +233,7 @@ func (s *routedSubscription) Cancel() {
 }
 
 // endedLocked reports whether the subscription ended; s.mu must be held.
-func (s *routedSubscription) endedLocked() bool {
-	select {
-	case <-s.stop:
-		return true
-	default:
-		return false
-	}
-}
+func (s *routedSubscription) endedLocked() bool { return isClosed(s.stop) }
 
 // release drops the duplicated callback stubs.
 func (s *routedSubscription) release() {

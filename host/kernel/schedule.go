@@ -312,11 +312,8 @@ func (w *Workspace) Schedule(ctx context.Context, gadget, method string, args []
 		s.Agent = w.p.agent.ID
 	}
 	err = w.enter(ctx, store.RoleBuild, "schedule", func(ov *overseer) error {
-		rec, err := ov.gadgetByName(gadget)
+		rec, err := w.scopedGadget(ov, gadget)
 		if err != nil {
-			return err
-		}
-		if err := w.p.checkGadget(w.id, rec.Name); err != nil {
 			return err
 		}
 		a, err := ov.actor(ctx, rec.ID)

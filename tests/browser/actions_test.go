@@ -2,8 +2,13 @@ package browser
 
 import (
 	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
 
 	"github.com/chromedp/chromedp"
+
+	"atelier/sdk/guesttest"
 )
 
 // Short forms of the chromedp actions the tests use, all with CSS selectors.
@@ -25,6 +30,11 @@ func (f frame) text(sel string, out *string) chromedp.Action {
 }
 func upload(sel string, files ...string) chromedp.Action {
 	return chromedp.SetUploadFiles(sel, files, chromedp.ByQuery)
+}
+
+// toastShown waits until the shell shows a toast t for which the JS expression pred holds.
+func toastShown(pred string) chromedp.Action {
+	return chromedp.Poll(`[...document.querySelectorAll(".toast")].some((t) => `+pred+`)`, nil)
 }
 
 // signup signs a new user up in the tab, which shows the shell's login page.
@@ -59,7 +69,40 @@ func (h *harness) deploy(tab context.Context, name string, files ...string) {
 		upload(`#create-gadget input[type="file"]`, files...),
 		click(`#create-gadget button[type="submit"]`),
 		visible(`#gadgets tr[data-gadget="`+name+`"] a`),
-		// The toast comes after the UI script was set too.
-		chromedp.Poll(`[...document.querySelectorAll(".toast")].some((t) => t.textContent === "deployed `+name+`")`, nil),
+		// The toast comes once the gadget (with its UI script, if any) was created.
+		toastShown(`t.textContent === "deployed `+name+`"`),
 	)
+}
+
+// writeTemp writes data to a file name in a new temporary folder and returns its path.
+func (h *harness) writeTemp(name string, data []byte) string {
+	h.t.Helper()
+	path := filepath.Join(h.t.TempDir(), name)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		h.t.Fatal(err)
+	}
+	return path
+}
+
+// openUI signs user up in tab (a fresh one), creates workspace ws and deploys gadget there: the
+// to-do component with ui (a client.js source) as its UI. It opens the gadget's page and waits
+// for the UI to write its report into #report, which it decodes into rep. It returns the UI's
+// frame and the address of the gadget's page, read as soon as the frame showed.
+func (h *harness) openUI(tab context.Context, user, ws, gadget, ui string, rep any) (frame, string) {
+	h.t.Helper()
+	wasm := guesttest.Path(h.t, "gadgets/todo-go")
+	h.run(tab, "open the shell", chromedp.Navigate(h.base+"/"))
+	h.signup(tab, user)
+	h.createWorkspace(tab, ws)
+	h.deploy(tab, gadget, wasm, h.writeTemp("client.js", []byte(ui))) // the name the deploy form takes a UI by
+	var url string
+	h.run(tab, "open the "+gadget+" UI", click(`#gadgets tr[data-gadget="`+gadget+`"] a`), visible("iframe.gadget-frame"), chromedp.Location(&url))
+	f := h.frame(tab)
+	var raw string
+	h.runFrame(f, "wait for the "+gadget+" UI's report", f.visible("#report"), f.text("#report", &raw))
+	if err := json.Unmarshal([]byte(raw), rep); err != nil {
+		h.t.Fatalf("the %s UI's report %q: %v", gadget, raw, err)
+	}
+	h.t.Logf("the %s UI's report: %s", gadget, raw)
+	return f, url
 }

@@ -42,7 +42,7 @@ func TestClusterScreen(t *testing.T) {
 	}
 	h.shot(admin, "17-cluster")
 	h.run(admin, "compact the log", click("#cluster-compact"),
-		chromedp.Poll(`[...document.querySelectorAll(".toast")].some((t) => t.textContent.startsWith("snapshot at entry") || t.textContent.startsWith("nothing to do"))`, nil))
+		toastShown(`t.textContent.startsWith("snapshot at entry") || t.textContent.startsWith("nothing to do")`))
 	h.run(admin, "drain the node", visible("#cluster-drain"), click("#cluster-drain"),
-		chromedp.Poll(`[...document.querySelectorAll(".toast")].some((t) => t.textContent.startsWith("drained n1"))`, nil))
+		toastShown(`t.textContent.startsWith("drained n1")`))
 }

@@ -227,6 +227,33 @@ func (h *harness) shot(ctx context.Context, name string) {
 	}
 }
 
+// changes wakes a waiter when what it watches changed (a signal, not a count).
+type changes chan struct{}
+
+func newChanges() changes { return make(changes, 1) }
+
+// notify wakes the waiter, if there is one.
+func (c changes) notify() {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// await checks cond now and after each change until it holds, for up to stepTimeout; it
+// reports whether cond held.
+func (c changes) await(cond func() bool) bool {
+	deadline := time.After(stepTimeout)
+	for !cond() {
+		select {
+		case <-c:
+		case <-deadline:
+			return false
+		}
+	}
+	return true
+}
+
 // clearArtifacts empties the screenshot folder once per run, so that it holds this run's only.
 var clearArtifacts sync.Once
 

@@ -2,7 +2,6 @@ package browser
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
@@ -13,13 +12,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
-
-	"atelier/sdk/guesttest"
 )
 
 // outside is a server on another origin that records every request and every connection it
@@ -87,11 +83,11 @@ func newUDPSink(t *testing.T) *udpSink {
 type browserLog struct {
 	mu      sync.Mutex
 	lines   []string
-	changed chan struct{}
+	changed changes
 }
 
 func listenLog(tab context.Context) *browserLog {
-	l := &browserLog{changed: make(chan struct{}, 1)}
+	l := &browserLog{changed: newChanges()}
 	chromedp.ListenTarget(tab, func(ev any) {
 		var line string
 		switch ev := ev.(type) {
@@ -105,10 +101,7 @@ func listenLog(tab context.Context) *browserLog {
 		l.mu.Lock()
 		l.lines = append(l.lines, line)
 		l.mu.Unlock()
-		select {
-		case l.changed <- struct{}{}:
-		default:
-		}
+		l.changed.notify()
 	})
 	return l
 }
@@ -127,19 +120,12 @@ func (l *browserLog) find(parts ...string) (string, bool) {
 
 // waitFor waits up to stepTimeout for a line that contains all of parts.
 func (l *browserLog) waitFor(parts ...string) error {
-	deadline := time.After(stepTimeout)
-	for {
-		if _, ok := l.find(parts...); ok {
-			return nil
-		}
-		select {
-		case <-l.changed:
-		case <-deadline:
-			l.mu.Lock()
-			defer l.mu.Unlock()
-			return errors.New("the browser reported no message with " + strings.Join(parts, " and ") + "; it reported:\n" + strings.Join(l.lines, "\n"))
-		}
+	if l.changed.await(func() bool { _, ok := l.find(parts...); return ok }) {
+		return nil
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return errors.New("the browser reported no message with " + strings.Join(parts, " and ") + "; it reported:\n" + strings.Join(l.lines, "\n"))
 }
 
 func containsAll(s string, parts []string) bool {
@@ -173,34 +159,16 @@ func TestGadgetFrameSandbox(t *testing.T) {
 	out := newOutside(t)
 	bare := newOutside(t) // where Chromium connects without a request: see the end
 	stun := newUDPSink(t)
-	wasm := guesttest.Path(t, "gadgets/todo-go")
 	src, err := os.ReadFile(filepath.Join("testdata", "probe.js"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	probe := strings.NewReplacer("__OUTSIDE__", out.URL, "__BARE__", bare.URL, "__STUN__", stun.conn.LocalAddr().String()).Replace(string(src))
-	ui := filepath.Join(t.TempDir(), "client.js")
-	if err := os.WriteFile(ui, []byte(probe), 0o644); err != nil {
-		t.Fatal(err)
-	}
 
 	tab := h.tab()
 	logs := listenLog(tab)
-	h.run(tab, "open the shell", chromedp.Navigate(h.base+"/"))
-	h.signup(tab, "eve")
-	h.createWorkspace(tab, "probing")
-	h.deploy(tab, "probe", wasm, ui)
-	h.run(tab, "open the probe", click(`#gadgets tr[data-gadget="probe"] a`), visible("iframe.gadget-frame"))
-	var before string
-	h.run(tab, "read the page's URL", chromedp.Location(&before))
-	f := h.frame(tab)
-	var raw string
-	h.runFrame(f, "wait for the probe's report", f.visible("#report"), f.text("#report", &raw))
 	var rep probeReport
-	if err := json.Unmarshal([]byte(raw), &rep); err != nil {
-		t.Fatalf("probe report %q: %v", raw, err)
-	}
-	t.Logf("probe report: %s", raw)
+	f, before := h.openUI(tab, "eve", "probing", "probe", probe, &rep)
 	refused := func(name string) {
 		t.Helper()
 		if a := rep.Attempts[name]; a.Outcome != "threw" {

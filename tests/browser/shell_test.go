@@ -60,10 +60,7 @@ func TestTodoAcrossTabs(t *testing.T) {
 		}
 	}
 
-	other := filepath.Join(t.TempDir(), "client.js")
-	if err := os.WriteFile(other, []byte(otherUI), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	other := h.writeTemp("client.js", []byte(otherUI))
 	h.run(b, "set another UI alone", upload(`#gadget-client input[type="file"]`, other), click("#set-client"), visible(`#versions tr.current[data-version="2"]`))
 	fb = h.frame(b)
 	var shown string

@@ -9,12 +9,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
-
-	"atelier/sdk/guesttest"
 )
 
 // wireRef is a capability the tab exported on one of its WebSockets.
@@ -31,13 +28,13 @@ type wire struct {
 	mu         sync.Mutex
 	subscribed []wireRef
 	released   map[wireRef]bool
-	changed    chan struct{}
+	changed    changes
 }
 
 // watchWire starts following tab's WebSockets; call it before the tab opens the shell.
 func (h *harness) watchWire(tab context.Context) *wire {
 	h.t.Helper()
-	w := &wire{released: map[wireRef]bool{}, changed: make(chan struct{}, 1)}
+	w := &wire{released: map[wireRef]bool{}, changed: newChanges()}
 	chromedp.ListenTarget(tab, func(ev any) {
 		switch ev := ev.(type) {
 		case *network.EventWebSocketFrameSent:
@@ -106,10 +103,7 @@ func (w *wire) update(fn func()) {
 	w.mu.Lock()
 	fn()
 	w.mu.Unlock()
-	select {
-	case w.changed <- struct{}{}:
-	default:
-	}
+	w.changed.notify()
 }
 
 // callbacks returns the callbacks passed in subscribe calls so far, in order.
@@ -136,17 +130,9 @@ func (w *wire) live(refs []wireRef) []wireRef {
 // done last said) if it does not.
 func (w *wire) waitFor(t *testing.T, what string, done func() (bool, string)) {
 	t.Helper()
-	deadline := time.After(stepTimeout)
-	for {
-		ok, state := done()
-		if ok {
-			return
-		}
-		select {
-		case <-w.changed:
-		case <-deadline:
-			t.Fatalf("%s: not within %v: %s", what, stepTimeout, state)
-		}
+	var state string
+	if !w.changed.await(func() (ok bool) { ok, state = done(); return ok }) {
+		t.Fatalf("%s: not within %v: %s", what, stepTimeout, state)
 	}
 }
 
@@ -174,31 +160,15 @@ type subscriberReport struct {
 func TestGadgetUISubscriptionsEnd(t *testing.T) {
 	const max = 64 // the shell's bound, as in testdata/subscriber.js
 	h := newHarness(t)
-	wasm := guesttest.Path(t, "gadgets/todo-go")
 	src, err := os.ReadFile(filepath.Join("testdata", "subscriber.js"))
 	if err != nil {
-		t.Fatal(err)
-	}
-	ui := filepath.Join(t.TempDir(), "client.js") // the name the deploy form takes a UI by
-	if err := os.WriteFile(ui, src, 0o644); err != nil {
 		t.Fatal(err)
 	}
 
 	tab := h.tab()
 	w := h.watchWire(tab)
-	h.run(tab, "open the shell", chromedp.Navigate(h.base+"/"))
-	h.signup(tab, "sam")
-	h.createWorkspace(tab, "greedy")
-	h.deploy(tab, "greedy", wasm, ui)
-	var url string
-	h.run(tab, "open the greedy UI", click(`#gadgets tr[data-gadget="greedy"] a`), visible("iframe.gadget-frame"), chromedp.Location(&url))
-	f := h.frame(tab)
-	var raw string
-	h.runFrame(f, "wait for the UI's report", f.visible("#report"), f.text("#report", &raw))
 	var rep subscriberReport
-	if err := json.Unmarshal([]byte(raw), &rep); err != nil {
-		t.Fatalf("report %q: %v", raw, err)
-	}
+	f, url := h.openUI(tab, "sam", "greedy", "greedy", string(src), &rep)
 	if rep.Held != max || len(rep.Refused) != 1 || !strings.Contains(rep.Refused[0], fmt.Sprintf("at most %d subscriptions", max)) {
 		t.Errorf("asking for %d subscriptions at once, the UI got %d and was refused %q; want %d and one refusal naming the bound", max+1, rep.Held, rep.Refused, max)
 	}

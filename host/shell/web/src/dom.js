@@ -92,12 +92,12 @@ export function select(label, name, options) {
   return h("label", null, h("span", null, label), h("select", { name }, options.map(([v, t]) => h("option", { value: v }, t))));
 }
 
-/** A time (ms since the epoch, RFC 3339 text or Date) as local text. */
 /** kib formats a byte count as whole KiB, rounded up ("3 KiB"). */
 export function kib(n) {
   return `${Math.ceil(Number(n) / 1024)} KiB`;
 }
 
+/** A time (ms since the epoch, RFC 3339 text or Date) as local text. */
 export function when(t) {
   if (t === undefined || t === null || t === "") return "";
   const d = t instanceof Date ? t : new Date(t);

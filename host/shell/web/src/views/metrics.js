@@ -29,14 +29,14 @@ export async function renderMetrics(el, ctx) {
         return [[s.t, Math.max(0, cur.calls - prev.calls) / ((s.t - samples[i].t) / 1000)]];
       }),
     }));
-    const p90 = names.map((name) => ({
-      name,
-      points: samples.flatMap((s) => (s.byName.has(name) ? [[s.t, s.byName.get(name).p90Ms]] : [])),
-    }));
-    const instances = names.map((name) => ({
-      name,
-      points: samples.flatMap((s) => (s.byName.has(name) ? [[s.t, s.byName.get(name).instances]] : [])),
-    }));
+    // One line per gadget of a field of its metrics, at each sample that has the gadget.
+    const series = (field) =>
+      names.map((name) => ({
+        name,
+        points: samples.flatMap((s) => (s.byName.has(name) ? [[s.t, s.byName.get(name)[field]]] : [])),
+      }));
+    const p90 = series("p90Ms");
+    const instances = series("instances");
     const legend = h("ul", { class: "legend" }, names.map((n, i) => h("li", null, h("span", { class: "swatch", style: `background:${COLORS[i % COLORS.length]}` }), n)));
     replace(
       charts,
