@@ -212,12 +212,13 @@ func (tc *testCluster) status(t testing.TB, i int) string {
 	return string(out)
 }
 
-// ownerOf returns the node running ws according to `atelier cluster status` at node i ("" if none).
-func (tc *testCluster) ownerOf(t *testing.T, i int, ws string) string {
+// ownerOf returns the node running ws according to `atelier cluster status` at node i ("" if
+// none), once the status shows one (one of want, if given) or after 20 s.
+func (tc *testCluster) ownerOf(t *testing.T, i int, ws string, want ...string) string {
 	t.Helper()
 	// Every caller expects the workspace to run somewhere. While a stream elects a leader
-	// (after a node paused or left) the status may be incomplete, or read from a replica that
-	// is behind and show no live lease for a moment: ask again.
+	// (after a node paused or left) the status may be incomplete, or come from a replica that
+	// is behind and show no live lease, or an old one, for a moment: ask again.
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(250 * time.Millisecond) {
 		st := tc.status(t, i)
 		owner := ""
@@ -227,7 +228,8 @@ func (tc *testCluster) ownerOf(t *testing.T, i int, ws string) string {
 				owner = f[1]
 			}
 		}
-		if (owner != "" && !strings.Contains(st, "incomplete")) || time.Now().After(deadline) {
+		settled := owner != "" && (len(want) == 0 || slices.Contains(want, owner))
+		if (settled && !strings.Contains(st, "incomplete")) || time.Now().After(deadline) {
 			return owner
 		}
 	}
@@ -540,11 +542,7 @@ func TestPausedOwnerIsFenced(t *testing.T) {
 	checkAll(t, reader.titles(t), acked)
 	// The resumed node may lead a stream again for a moment and answer from its state before
 	// the pause: the owner must be the new one once the streams settle.
-	now := tc.ownerOf(t, 2, ws)
-	for deadline := time.Now().Add(10 * time.Second); now != owner && time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
-		now = tc.ownerOf(t, 2, ws)
-	}
-	if now != owner {
+	if now := tc.ownerOf(t, 2, ws, owner); now != owner {
 		t.Fatalf("after SIGCONT the workspace runs on %q, want it to stay on %s", now, owner)
 	}
 }
