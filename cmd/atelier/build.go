@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"strings"
 
-	"atelier/host/capability/outboundhttp"
 	"atelier/host/gatekeeper"
 	"atelier/host/gatekeeper/extism"
 	"atelier/host/runtime"
@@ -253,13 +252,9 @@ func tryInstall(ctx context.Context, pkg *gatekeeper.Package, cacheDir string) e
 		gk.Close()
 		return nil
 	}
-	ifaces, err := gatekeeper.Interfaces(outboundhttp.Options{})
+	rt, err := gatekeeperRuntime(cacheDir, nil)
 	if err != nil {
 		return err
-	}
-	rt, err := runtime.New(runtime.Config{CacheDir: cacheDir, Interfaces: ifaces})
-	if err != nil {
-		return fmt.Errorf("start gatekeeper runtime: %w", err)
 	}
 	defer rt.Close()
 	gk, err := gatekeeper.Install(ctx, rt, pkg)

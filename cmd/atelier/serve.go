@@ -222,14 +222,9 @@ func serve(ctx context.Context, o serveOptions) error {
 // for packages of that format. Both use the default egress rules: no private or loopback
 // addresses, no redirects, bounded bodies.
 func gatekeeperEngines(cacheDir string, logger *slog.Logger) (*runtime.Runtime, *extism.Engine, error) {
-	ifaces, err := gatekeeper.Interfaces(outboundhttp.Options{})
+	rt, err := gatekeeperRuntime(cacheDir, logger)
 	if err != nil {
-		return nil, nil, fmt.Errorf("start gatekeeper runtime: %w", err)
-	}
-	rt, err := runtime.New(runtime.Config{CacheDir: cacheDir, Logger: logger,
-		Interfaces: ifaces})
-	if err != nil {
-		return nil, nil, fmt.Errorf("start gatekeeper runtime: %w", err)
+		return nil, nil, err
 	}
 	eng, err := extism.New(extism.Options{})
 	if err != nil {
@@ -237,6 +232,20 @@ func gatekeeperEngines(cacheDir string, logger *slog.Logger) (*runtime.Runtime, 
 		return nil, nil, fmt.Errorf("start extism engine: %w", err)
 	}
 	return rt, eng, nil
+}
+
+// gatekeeperRuntime starts the runtime of gatekeeper components, with the default egress
+// rules.
+func gatekeeperRuntime(cacheDir string, logger *slog.Logger) (*runtime.Runtime, error) {
+	ifaces, err := gatekeeper.Interfaces(outboundhttp.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("start gatekeeper runtime: %w", err)
+	}
+	rt, err := runtime.New(runtime.Config{CacheDir: cacheDir, Logger: logger, Interfaces: ifaces})
+	if err != nil {
+		return nil, fmt.Errorf("start gatekeeper runtime: %w", err)
+	}
+	return rt, nil
 }
 
 // openStore opens the data file, or in cluster mode joins the cluster and returns its

@@ -248,13 +248,9 @@ func exportNames(items []wit.Item) (map[string]exportFunc, map[string]*resourceT
 	types := map[string]*resourceType{}
 	add := func(scope, prefix, call string, f wit.Item) {
 		fn := exportFunc{name: call, ft: f.Func, scope: scope, res: wit.FuncHasResource(f.Func)}
-		kind, res, name := wit.SplitResourceFunc(f.Name)
-		switch kind {
-		case "[constructor]":
-			out[prefix+tsdecl.Name(res)+".new"] = fn
-		case "[static]":
-			out[prefix+tsdecl.Name(res)+"."+tsdecl.Name(name)] = fn
-		case "[method]":
+		res, member, method := tsdecl.Member(f.Name)
+		switch {
+		case method:
 			key := resourceKey(scope, res)
 			rt := types[key]
 			if rt == nil {
@@ -262,10 +258,12 @@ func exportNames(items []wit.Item) (map[string]exportFunc, map[string]*resourceT
 				types[key] = rt
 			}
 			if len(f.Func.Params) > 0 { // self: always, in a valid component
-				rt.methods[tsdecl.Name(name)] = fn
+				rt.methods[member] = fn
 			}
+		case res != "":
+			out[prefix+tsdecl.Name(res)+"."+member] = fn
 		default:
-			out[prefix+tsdecl.Name(f.Name)] = fn
+			out[prefix+member] = fn
 		}
 	}
 	for _, it := range items {

@@ -318,14 +318,7 @@ func funcSig(f *wit.Func) string {
 	if f == nil {
 		return "(not a function)"
 	}
-	var b strings.Builder
-	for _, p := range f.Params {
-		b.WriteString(p.Name + ": " + p.Type.String() + ", ")
-	}
-	if f.Result != nil {
-		b.WriteString("-> " + f.Result.String())
-	}
-	return b.String()
+	return wit.Signature(f)
 }
 
 // BenchmarkLoadWASI measures loading and resolving WASI 0.2.12 (7 packages).

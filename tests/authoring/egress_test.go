@@ -81,7 +81,7 @@ func TestGatekeeperTemplateEgress(t *testing.T) {
 		t.Run(tmpl.name, func(t *testing.T) {
 			work := t.TempDir()
 			name := tmpl.name + "-egress"
-			bin.run(work, append(append([]string{"new", "gatekeeper"}, tmpl.args...), name)...)
+			bin.run(work, tmpl.newArgs(name)...)
 			pointAt(t, filepath.Join(work, name), svc.URL)
 			bin.run(work, "build", name)
 			archive, err := os.ReadFile(filepath.Join(work, name, "build", name+".gkp"))

@@ -29,6 +29,11 @@ type gatekeeperTemplate struct {
 	args []string
 }
 
+// newArgs are the arguments of `atelier new` that make the template's project name.
+func (g gatekeeperTemplate) newArgs(name string) []string {
+	return append(append([]string{"new", "gatekeeper"}, g.args...), name)
+}
+
 // gatekeeperTemplates are the component template of each language and the Go Extism one.
 func gatekeeperTemplates() []gatekeeperTemplate {
 	var out []gatekeeperTemplate
@@ -52,7 +57,7 @@ func TestGatekeeperTemplates(t *testing.T) {
 			work := t.TempDir()
 			name := tmpl.name + "-board"
 			start := time.Now()
-			c.run(work, append(append([]string{"new", "gatekeeper"}, tmpl.args...), name)...)
+			c.run(work, tmpl.newArgs(name)...)
 			c.run(work, "build", name)
 			pkg := filepath.Join(work, name, "build", name+".gkp")
 			asAdmin := cli{t: t, bin: c.bin, env: append(append([]string{}, c.env...), "ATELIER_TOKEN="+admin)}

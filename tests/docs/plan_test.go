@@ -19,6 +19,7 @@ import (
 	"github.com/evanw/esbuild/pkg/api"
 
 	"atelier/host/gatekeeper"
+	"atelier/sdk/componentize/tsc"
 )
 
 // kind is how the test treats a block.
@@ -119,16 +120,16 @@ func plans(b block) []plan {
 
 // usesPrelude reports whether src uses a stub that jsPreludes declare (a Cap'n Web client
 // block that continues an earlier one).
-func usesPrelude(src string) bool {
+func usesPrelude(src string) bool { return preludeUse.MatchString(src) }
+
+// preludeUse matches `NAME.` for a name that jsPreludes declare.
+var preludeUse = func() *regexp.Regexp {
+	var names []string
 	for _, p := range jsPreludes {
-		for _, n := range p.names {
-			if regexp.MustCompile(`\b` + n + `\.`).MatchString(src) {
-				return true
-			}
-		}
+		names = append(names, p.names...)
 	}
-	return false
-}
+	return regexp.MustCompile(`\b(?:` + strings.Join(names, "|") + `)\.`)
+}()
 
 // static runs the checks of p that need no server (nil for the others).
 func (p plan) static(t *testing.T, root string, b block) error {
@@ -312,20 +313,11 @@ func render(fset *token.FileSet, d ast.Decl) string {
 	return b.String()
 }
 
-// typeCheckTS runs the TypeScript compiler that scripts/setup.sh installs (a dependency of
-// jco in sdk/componentize) on src with --strict.
+// typeCheckTS type-checks src with the repository's TypeScript compiler (tsc.Check).
 func typeCheckTS(t *testing.T, root, src string) error {
-	tsc := filepath.Join(root, "sdk", "componentize", "node_modules", ".bin", "tsc")
-	if _, err := os.Stat(tsc); err != nil {
-		return fmt.Errorf("no TypeScript compiler at %s (scripts/setup.sh installs it with sdk/componentize): %w", tsc, err)
-	}
-	path := filepath.Join(t.TempDir(), "block.ts")
-	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "block.ts"), []byte(src), 0o644); err != nil {
 		return err
 	}
-	out, err := exec.Command(tsc, "--strict", "--noEmit", "--target", "es2022", "--module", "es2022", path).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("tsc --strict: %v\n%s", err, out)
-	}
-	return nil
+	return tsc.Check(root, dir, "block.ts")
 }

@@ -197,8 +197,8 @@ func newSession(t *testing.T, root, bin, file string, setup docSetup, v variant)
 		}
 	}
 	home := filepath.Join(scratch, "home")
-	for _, d := range []string{"bin", home} {
-		if err := os.MkdirAll(filepath.Join(scratch, strings.TrimPrefix(d, scratch)), 0o755); err != nil {
+	for _, d := range []string{filepath.Join(scratch, "bin"), home} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -222,11 +222,10 @@ func newSession(t *testing.T, root, bin, file string, setup docSetup, v variant)
 // $ATELIER_SERVER, bin/ on PATH, and the machine's Go, npm and atelier tool caches (so builds
 // are warm, as on a set-up machine).
 func readerEnv(t *testing.T, scratch, home, url string) []string {
-	goenv, err := exec.Command("go", "env", "GOCACHE", "GOMODCACHE", "GOPATH").Output()
+	g, err := goCaches()
 	if err != nil {
 		t.Fatalf("go env: %v", err)
 	}
-	g := strings.Fields(string(goenv))
 	userCache, err := os.UserCacheDir()
 	if err != nil {
 		t.Fatal(err)
@@ -251,6 +250,12 @@ func readerEnv(t *testing.T, scratch, home, url string) []string {
 		"ATELIER_SERVER="+url, "ATELIER_USERNAME="+username, "ATELIER_PASSWORD="+password,
 		"PATH="+filepath.Join(scratch, "bin")+":"+os.Getenv("PATH"))
 }
+
+// goCaches are the machine's GOCACHE, GOMODCACHE and GOPATH, which every reader shares.
+var goCaches = sync.OnceValues(func() ([]string, error) {
+	out, err := exec.Command("go", "env", "GOCACHE", "GOMODCACHE", "GOPATH").Output()
+	return strings.Fields(string(out)), err
+})
 
 // placeholders are what the reader puts in place of the documents' placeholders; s is nil for
 // the checks that run without a server.
@@ -296,6 +301,9 @@ func (s *session) do(b block, p plan) {
 // exitsComment is a line's note of its expected exit status (`# exits 1: ...`).
 var exitsComment = regexp.MustCompile(`#\s*exits (\d+)`)
 
+// failedLine is what a shell block's script prints when a line exits with another status.
+var failedLine = regexp.MustCompile(`docs-test-line (\d+): `)
+
 // shell runs a shell block in the session: each command line in turn, with the exported
 // variables and working folder the previous blocks left, stopping at the first line whose exit
 // status is not the expected one (0, or the line's `# exits N`).
@@ -324,9 +332,9 @@ func (s *session) shell(b block) {
 		fmt.Fprintf(&script, "printf '$ %%s\\n' %s\n%s\n__rc=$?\nif [ $__rc -ne %s ]; then printf '\\ndocs-test-line %d: exit status %%d, want %s\\n' $__rc; exit 97; fi\n",
 			shellQuote(cmd), cmd, want, b.line+1+first, want)
 	}
-	out, err := s.run(exec.Command("bash", "-c", script.String()), 10*time.Minute)
+	out, err := s.run(10*time.Minute, "bash", "-c", script.String())
 	line := b.line
-	if m := regexp.MustCompile(`docs-test-line (\d+): `).FindStringSubmatch(out); m != nil {
+	if m := failedLine.FindStringSubmatch(out); m != nil {
 		line, _ = strconv.Atoi(m[1])
 	}
 	if err != nil {
@@ -344,45 +352,41 @@ func (s *session) cwd() string {
 	return strings.TrimSpace(string(b))
 }
 
-// run runs cmd in the session (its environment and working folder, standard input empty) and
-// returns its output; leftover background processes of cmd are killed.
-func (s *session) run(cmd *exec.Cmd, timeout time.Duration) (string, error) {
+// run runs name with args in the session (its environment and working folder, standard input
+// empty) and returns its output; leftover background processes are killed.
+func (s *session) run(timeout time.Duration, name string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var out strings.Builder
-	cmd.Env, cmd.Stdout, cmd.Stderr = s.env, &out, &out
-	if cmd.Dir == "" {
-		cmd.Dir = s.cwd()
-	}
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env, cmd.Dir, cmd.Stdout, cmd.Stderr = s.env, s.cwd(), &out, &out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	// A process the block leaves in the background holds the output pipe open: Wait returns
 	// this long after the shell exits instead of waiting for it, and the kill below ends it.
 	cmd.WaitDelay = 2 * time.Second
-	if err := cmd.Start(); err != nil {
-		return "", err
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var err error
-	select {
-	case err = <-done:
-		if errors.Is(err, exec.ErrWaitDelay) { // the shell exited 0; its background is killed below
-			err = nil
-		}
-	case <-ctx.Done():
+	err := cmd.Run()
+	switch {
+	case ctx.Err() != nil:
 		err = fmt.Errorf("still running after %v", timeout)
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
+	case errors.Is(err, exec.ErrWaitDelay): // the shell exited 0; its background is killed below
+		err = nil
 	}
-	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // what the block left in the background
+	if cmd.Process != nil {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // what the block left in the background
+	}
 	s.out.WriteString(out.String())
 	return out.String(), err
 }
 
+// declaration is a JavaScript declaration with const, let or var: what it declares.
+var declaration = regexp.MustCompile(`(?m)^\s*(?:const|let|var)\s+([^=]*)=`)
+
 // declared reports whether src declares name with const, let or var.
 func declared(src, name string) bool {
-	for _, m := range regexp.MustCompile(`(?m)^\s*(?:const|let|var)\s+([^=]*)=`).FindAllStringSubmatch(src, -1) {
-		if regexp.MustCompile(`\b` + regexp.QuoteMeta(name) + `\b`).MatchString(m[1]) {
+	word := regexp.MustCompile(`\b` + regexp.QuoteMeta(name) + `\b`)
+	for _, m := range declaration.FindAllStringSubmatch(src, -1) {
+		if word.MatchString(m[1]) {
 			return true
 		}
 	}
@@ -438,7 +442,7 @@ func (s *session) node(b block) {
 	if err := os.WriteFile(path, []byte(program), 0o644); err != nil {
 		s.t.Fatal(err)
 	}
-	out, err := s.run(exec.Command("node", append(nodeFlags(), path)...), 2*time.Minute)
+	out, err := s.run(2*time.Minute, "node", append(nodeFlags(), path)...)
 	if err != nil {
 		s.t.Fatalf("%s:%d: node: %v; output:\n%s\nthe program:\n%s", b.file, b.line, err, out, program)
 	}

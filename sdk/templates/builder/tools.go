@@ -132,19 +132,13 @@ func (b *build) nodeTools(ctx context.Context) (string, error) {
 	return script, nil
 }
 
-// nodePackages maps the commands the npm tools need to the Debian packages that provide them.
-var nodePackages = []struct{ command, pkg string }{{"node", "nodejs"}, {"npm", "npm"}}
+// nodeCommands are the commands the npm tools need, each with the Debian package providing it.
+var nodeCommands = []debianNeed{{[]string{"node"}, "nodejs"}, {[]string{"npm"}, "npm"}}
 
-// missingNode returns the Debian packages of the commands of nodePackages that lookPath does
+// missingNode returns the Debian packages of the commands of nodeCommands that lookPath does
 // not find.
 func missingNode(lookPath func(string) (string, error)) []string {
-	var missing []string
-	for _, n := range nodePackages {
-		if _, err := lookPath(n.command); err != nil {
-			missing = append(missing, n.pkg)
-		}
-	}
-	return missing
+	return missingDebian(nodeCommands, func(cmd string) bool { _, err := lookPath(cmd); return err == nil })
 }
 
 // installNode makes sure node and npm are on PATH, installing Debian's nodejs and npm with
@@ -194,8 +188,8 @@ func tail(out []byte, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// debianNeed is one Debian package a C build needs; any of names counts as installed, and
-// install is the one apt installs when none is.
+// debianNeed is one Debian package a build needs; any of names (packages, or the commands
+// they provide) counts as installed, and install is the one apt installs when none is.
 type debianNeed struct {
 	names   []string
 	install string
@@ -215,7 +209,7 @@ func installed(name string) bool {
 	return err == nil && strings.Contains(string(out), "install ok installed")
 }
 
-// missingDebian returns the packages of needs that are not installed.
+// missingDebian returns the packages of needs that isInstalled finds none of the names of.
 func missingDebian(needs []debianNeed, isInstalled func(string) bool) []string {
 	var missing []string
 	for _, n := range needs {

@@ -3,12 +3,12 @@ package tsgen_test
 import (
 	"flag"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"atelier/host/runtime/wit/tsdecl"
+	"atelier/sdk/componentize/tsc"
 	"atelier/sdk/templates"
 	"atelier/sdk/wit"
 	"atelier/sdk/wit/tsgen"
@@ -16,23 +16,11 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the TS templates' atelier.d.ts.tmpl from the generator")
 
-// typeCheck runs `tsc --strict --noEmit` (TypeScript from sdk/componentize, which
-// scripts/setup.sh installs) on files in dir and fails the test with its diagnostics.
+// typeCheck type-checks files in dir (tsc.Check) and fails the test with the diagnostics.
 func typeCheck(t *testing.T, dir string, files ...string) {
 	t.Helper()
-	tsc, err := filepath.Abs(filepath.Join(root, "sdk", "componentize", "node_modules", ".bin", "tsc"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(tsc); err != nil {
-		t.Fatalf("TypeScript is not installed (%v): run scripts/setup.sh --deps", err)
-	}
-	args := append([]string{"--strict", "--noEmit", "--target", "es2022", "--module", "es2022",
-		"--moduleResolution", "bundler", "--lib", "es2022,esnext.disposable", "--types", ""}, files...)
-	cmd := exec.Command(tsc, args...)
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Errorf("tsc %s: %v\n%s", strings.Join(files, " "), err, out)
+	if err := tsc.Check(root, dir, files...); err != nil {
+		t.Error(err)
 	}
 }
 
@@ -102,15 +90,7 @@ func TestModulesTypes(t *testing.T) {
 func TestModulesWorldItems(t *testing.T) {
 	src := "package a:b;\ninterface i { f: func(); }\ninterface j { g: func(); }\n" +
 		"world w { import i; import other: j; import log: func(line: string); export run: func(); }\n"
-	res, pkg, err := wit.LoadSource("w.wit", []byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := res.SelectWorld(pkg, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := tsgen.Modules(w)
+	got := tsgen.Modules(sourceWorld(t, "w.wit", src))
 	for _, want := range []string{
 		"// Not declared: the world imports the functions log outside an interface",
 		"declare module \"a:b/i\" {\n  export function f(): void;",

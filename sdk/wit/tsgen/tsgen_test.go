@@ -44,6 +44,20 @@ func world(t *testing.T, dir string) *wit.World {
 	return w
 }
 
+// sourceWorld loads the one world of the WIT package src (file name, for positions).
+func sourceWorld(t *testing.T, name, src string) *wit.World {
+	t.Helper()
+	res, pkg, err := wit.LoadSource(name, []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := res.SelectWorld(pkg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
 func TestDeclareTodo(t *testing.T) {
 	w := world(t, "gadgets/todo-go")
 	for m, want := range map[tsdecl.Mapping][]string{
@@ -66,7 +80,7 @@ func TestDeclareTodo(t *testing.T) {
 }
 
 func TestDeclareInterfaceAndResources(t *testing.T) {
-	res, root, err := wit.LoadSource("shapes.wit", []byte(`package test:shapes;
+	w := sourceWorld(t, "shapes.wit", `package test:shapes;
 interface canvas {
   resource pen {
     constructor(width: u32);
@@ -79,14 +93,7 @@ interface canvas {
   draw: func(s: shape, st: style, l: lookup, p: borrow<pen>);
 }
 world app { export canvas; }
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := res.SelectWorld(root, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	for m, wants := range map[tsdecl.Mapping][]string{
 		tsdecl.CapnWeb: {
 			`type Shape = { tag: "dot" } | { tag: "circle"; val: number };`,

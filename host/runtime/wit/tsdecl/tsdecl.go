@@ -123,52 +123,66 @@ type stubMethod struct {
 	ft            *wit.FuncType
 }
 
+// Member names an exported function, given its component-model name, as the kernel's RPC
+// surface does: a plain function is the member Name(name) of its scope (res ""); a resource
+// res's constructor ("new") and static functions are members of the property Name(res) of
+// that scope; a method (method true) is a member of res's handles.
+func Member(name string) (res, member string, method bool) {
+	kind, res, fn := wit.SplitResourceFunc(name)
+	switch kind {
+	case "":
+		return "", Name(name), false
+	case "[constructor]":
+		return res, "new", false
+	}
+	return res, Name(fn), kind == "[method]"
+}
+
 // funcs writes the functions among items, which belong to the current scope; the RPC name of a
-// function is prefix + its name (JSON mapping). A resource's constructor and static functions
-// go into a property named after the resource; its methods into the resource's stub.
+// function is prefix + its member name (JSON mapping). A resource's constructor and static
+// functions go into a property named after the resource; its methods into the resource's stub.
 func (w *writer) funcs(b *strings.Builder, indent, prefix string, items []wit.Item) {
+	type static struct {
+		member string
+		f      wit.Item
+	}
 	type statics struct {
 		res   string
-		funcs []wit.Item
+		funcs []static
 	}
 	var props []*statics
 	for _, f := range items {
 		if f.Kind != wit.ItemFunc {
 			continue
 		}
-		kind, res, fn := wit.SplitResourceFunc(f.Name)
-		switch kind {
-		case "":
-			w.method(b, indent, prefix, Name(f.Name), w.witName(f.Name), f.Func, false)
-		case "[method]": // only a handle (CapnWeb) has methods
+		res, member, method := Member(f.Name)
+		switch {
+		case res == "":
+			w.method(b, indent, prefix, member, w.witName(f.Name), f.Func, false)
+		case method: // only a handle (CapnWeb) has methods
 			if w.m == JSON {
 				continue
 			}
 			s := w.stub(res)
-			s.methods = append(s.methods, stubMethod{name: Name(fn), witName: w.witName(f.Name), ft: f.Func})
+			s.methods = append(s.methods, stubMethod{name: member, witName: w.witName(f.Name), ft: f.Func})
 		default:
 			i := slices.IndexFunc(props, func(p *statics) bool { return p.res == res })
 			if i < 0 {
 				i = len(props)
 				props = append(props, &statics{res: res})
 			}
-			props[i].funcs = append(props[i].funcs, f)
+			props[i].funcs = append(props[i].funcs, static{member, f})
 		}
 	}
 	for _, p := range props {
 		if w.m == CapnWeb {
 			fmt.Fprintf(b, "%s%s: {\n", indent, Property(Name(p.res)))
 		}
-		for _, f := range p.funcs {
-			kind, _, fn := wit.SplitResourceFunc(f.Name)
-			js := Name(fn)
-			if kind == "[constructor]" {
-				js = "new"
-			}
+		for _, s := range p.funcs {
 			if w.m == CapnWeb {
-				w.method(b, indent+"  ", "", js, w.witName(f.Name), f.Func, false)
+				w.method(b, indent+"  ", "", s.member, w.witName(s.f.Name), s.f.Func, false)
 			} else {
-				w.method(b, indent, prefix+Name(p.res)+".", js, w.witName(f.Name), f.Func, false)
+				w.method(b, indent, prefix+Name(p.res)+".", s.member, w.witName(s.f.Name), s.f.Func, false)
 			}
 		}
 		if w.m == CapnWeb {
@@ -284,6 +298,9 @@ func (w *writer) ts(t *wit.Type, in bool) string {
 			n := TypeName(t.Name)
 			if w.m == JSON && in && hasBytes(t) {
 				n += "Input" // list<u8> goes in as numbers and comes out as base64
+			}
+			if w.stubNames[n] { // another scope's resource took the name, as in stub
+				n = TypeName(Name(w.scope)) + n
 			}
 			if !w.named[n] {
 				w.named[n] = true

@@ -1,6 +1,7 @@
 package tsdecl
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -59,6 +60,14 @@ func TestNames(t *testing.T) {
 			t.Errorf("Name(%q) = %q, want %q", in, got, want)
 		}
 	}
+	for in, want := range map[string][3]any{
+		"add-one": {"", "addOne", false}, "[constructor]my-blob": {"my-blob", "new", false},
+		"[static]my-blob.merge-all": {"my-blob", "mergeAll", false}, "[method]my-blob.read-at": {"my-blob", "readAt", true},
+	} {
+		if res, member, method := Member(in); [3]any{res, member, method} != want {
+			t.Errorf("Member(%q) = %q, %q, %t, want %v", in, res, member, method, want)
+		}
+	}
 	if got := DeclareUntyped("2do", []string{"b", "a"}); got != "declare const \"2do\": {\n  a(...args: unknown[]): Promise<unknown>;\n  b(...args: unknown[]): Promise<unknown>;\n};\n" {
 		t.Errorf("DeclareUntyped = %q", got)
 	}
@@ -113,5 +122,34 @@ func TestResources(t *testing.T) {
 	}
 	if strings.Contains(got, "interface") || strings.Contains(got, "addOne") {
 		t.Errorf("JSON declares handles:\n%s", got)
+	}
+}
+
+// TestStubAndTypeNames: a resource stub and a named type of one TypeScript name (resource
+// blob of one interface, record blob of another) get distinct names, as two interfaces'
+// resources do: TypeScript refuses two declarations of one type name.
+func TestStubAndTypeNames(t *testing.T) {
+	u32 := &wit.Type{Kind: wit.U32}
+	record := &wit.Type{Kind: wit.Record, Name: "blob", Fields: []wit.Field{{Name: "x", Type: u32}}}
+	exports := []wit.Item{
+		{Name: "acme:app/api@1.0.0", Kind: wit.ItemInstance, Exports: []wit.Item{
+			{Name: "[method]blob.size", Kind: wit.ItemFunc, Func: &wit.FuncType{Params: []wit.Param{{Name: "self", Type: &wit.Type{Kind: wit.Borrow, Resource: "blob"}}}, Result: u32}},
+		}},
+		{Name: "acme:app/other@1.0.0", Kind: wit.ItemInstance, Exports: []wit.Item{
+			{Name: "put", Kind: wit.ItemFunc, Func: &wit.FuncType{Params: []wit.Param{{Name: "b", Type: record}}, Result: record}},
+		}},
+	}
+	got := Declare("app", exports, CapnWeb)
+	seen := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^(?:type|interface) (\w+)`).FindAllStringSubmatch(got, -1) {
+		if seen[m[1]] {
+			t.Errorf("%s is declared twice:\n%s", m[1], got)
+		}
+		seen[m[1]] = true
+	}
+	for _, want := range []string{"interface Blob {", "type OtherBlob = { x: number };", "put(b: OtherBlob): Promise<OtherBlob>;"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("lacks %q:\n%s", want, got)
+		}
 	}
 }
