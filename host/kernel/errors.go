@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"atelier/host/quota"
 	"atelier/host/runtime"
 	"atelier/host/runtime/wit"
 	"atelier/host/store"
@@ -29,6 +30,9 @@ const (
 	// CodeUnavailable: the node running the workspace stopped during the call, so its outcome
 	// is unknown; open the workspace again.
 	CodeUnavailable Code = "UNAVAILABLE"
+	// CodeResourceExhausted: a quota or a size bound refused the call (the message names
+	// which, its value and who can raise it); nothing it would have done happened.
+	CodeResourceExhausted Code = "RESOURCE_EXHAUSTED"
 )
 
 // Error is a refused call: a message for people and a Code for programs. Over Cap'n Web it
@@ -76,8 +80,11 @@ func codeOf(err error) Code {
 		unprov  *runtime.UnprovidedImportError
 		jsErr   *jsruntime.Error
 		jsSyn   *jsruntime.SyntaxError
+		over    *quota.ExceededError
 	)
 	switch {
+	case errors.As(err, &over):
+		return CodeResourceExhausted
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, runtime.ErrNoExport):
 		return CodeNotFound
 	case errors.Is(err, store.ErrConflict):

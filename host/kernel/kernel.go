@@ -46,6 +46,7 @@ import (
 	hostlog "atelier/host/capability/log"
 	"atelier/host/gatekeeper"
 	"atelier/host/gatekeeper/extism"
+	"atelier/host/quota"
 	"atelier/host/runtime"
 	"atelier/host/store"
 	"atelier/jsruntime"
@@ -98,6 +99,9 @@ type Config struct {
 	// first use. Keep it outside the data file (atelier serve: DATA.key); empty refuses
 	// connectAccount.
 	KeyFile string
+	// Quotas bound what users, workspaces and the host consume (host/quota); zero fields take
+	// quota.Defaults. The admin's changes, kept in the data file, override them.
+	Quotas quota.Limits
 }
 
 func (c Config) withDefaults() Config {
@@ -148,6 +152,8 @@ type Kernel struct {
 	vault    vaultKey
 	sched    scheduler
 	metrics  *callMetrics // gadget call metrics (metrics.go)
+	// quotas holds the quotas in force (quotas.go): Config.Quotas with the admin's changes.
+	quotas atomic.Pointer[quota.Limits]
 	// subHolders shares the lease lookups of routed subscriptions (cluster mode).
 	subHolders holderCache
 
