@@ -59,12 +59,9 @@ Examples:
 			var o serveOptions
 			fs.StringVar(&o.addr, "addr", "127.0.0.1:8787", "address to listen on")
 			fs.Func("public-url", "the URL clients reach the server at (e.g. through a reverse proxy): its host is answered and its origin may open sessions", func(v string) error {
-				u, err := url.Parse(v)
-				if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-					return errors.New("want http://HOST[:PORT] or https://HOST[:PORT]")
-				}
+				u, err := url.Parse(v) // checked by gateway.NewHosts
 				o.publicURL = u
-				return nil
+				return err
 			})
 			fs.Func("allowed-host", "a further NAME or NAME:PORT clients use in the Host header (repeatable, or comma-separated); NAME alone allows every port", func(v string) error {
 				for _, h := range strings.Split(v, ",") {
