@@ -13,8 +13,8 @@ import (
 )
 
 // TestCLIRefusesGrantsTheHostCannotProvide: `atelier gadget deploy --grant` against a real
-// server exits 1 for a socket grant and an unknown interface, naming the grant and why, and
-// deploys with grants the host provides (one of them versioned).
+// server exits 1 for a socket, HTTP or filesystem grant and an unknown interface, naming the
+// grant and why, and deploys with grants the host provides (one of them versioned).
 func TestCLIRefusesGrantsTheHostCannotProvide(t *testing.T) {
 	bin := serveproc.Binary(t, tmpDir)
 	srv := serveproc.Start(t, bin, filepath.Join(t.TempDir(), "atelier.db"), filepath.Join(tmpDir, "cache"))
@@ -35,6 +35,8 @@ func TestCLIRefusesGrantsTheHostCannotProvide(t *testing.T) {
 	for grant, want := range map[string]string{
 		"wasi:sockets/tcp":      "grant wasi:sockets/tcp: sockets are never granted to gadgets; gadgets reach the network only through a gatekeeper binding",
 		"atelier:host/nonsense": "grant atelier:host/nonsense: no such interface; the host provides atelier:host/bindings, atelier:host/clock",
+		"wasi:http/types@0.2.0": "grant wasi:http/types@0.2.0: HTTP is never granted to gadgets",
+		"wasi:filesystem/types": "grant wasi:filesystem/types: the filesystem is never granted to gadgets",
 	} {
 		out, err := atelier("gadget", "deploy", "counter", code, "--grant", "atelier:host/kv,atelier:host/log,"+grant)
 		var exit *exec.ExitError
