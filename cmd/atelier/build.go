@@ -100,8 +100,9 @@ func buildProject(ctx context.Context, dir, out, cacheDir string) error {
 	return nil
 }
 
-// checkGadget compiles the component as the server will and checks its imports against the
-// project's grants, naming the source line that imports a refused interface where it can.
+// checkGadget compiles the component as the server will, refuses grants the server would
+// refuse (runtime.CheckGrant) and checks its imports against the project's grants, naming the
+// source line that imports a refused interface where it can.
 func checkGadget(ctx context.Context, dir string, res *builder.Result, cacheDir string) error {
 	rt, comp, err := compileComponent(ctx, res.Component, cacheDir)
 	if err != nil {
@@ -109,6 +110,11 @@ func checkGadget(ctx context.Context, dir string, res *builder.Result, cacheDir 
 	}
 	defer rt.Close()
 	defer comp.Close()
+	for _, g := range res.Config.Grants {
+		if err := rt.CheckGrant(g); err != nil {
+			return fmt.Errorf("%s: %w; remove it from \"grants\" there (the server refuses it)", builder.ConfigFile, err)
+		}
+	}
 	err = comp.Audit().Check(rt, append(runtime.WASIBaseline(), res.Config.Grants...))
 	if err == nil {
 		return nil

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,6 +40,12 @@ first start with a data file it prints a token for the user "admin" (keep it: it
 once; admin has no password until changePassword("", new)). Stop it with Ctrl-C; calls in
 flight finish first.
 
+It answers only requests for its own names (DNS rebinding protection): its listen address,
+with localhost, 127.0.0.1 and [::1] for a loopback or wildcard one, the host of --public-url
+and every --allowed-host; any other Host header gets 421 Misdirected Request. Listening on all
+interfaces (--addr :8787) answers the loopback names only until --public-url or --allowed-host
+names the others (it warns at start). Browser pages may open sessions only from those names.
+
 With --cluster the server is one node of a cluster (docs/cluster.md): it embeds a NATS server
 with JetStream, routes to the other nodes, and keeps its state replicated in the cluster (its
 files go to DATA.cluster/; every node needs a copy of the same --cluster-secret-file and
@@ -51,6 +58,19 @@ Examples:
 		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
 			var o serveOptions
 			fs.StringVar(&o.addr, "addr", "127.0.0.1:8787", "address to listen on")
+			fs.Func("public-url", "the URL clients reach the server at (e.g. through a reverse proxy): its host is answered and its origin may open sessions", func(v string) error {
+				u, err := url.Parse(v) // checked by gateway.NewHosts
+				o.publicURL = u
+				return err
+			})
+			fs.Func("allowed-host", "a further NAME or NAME:PORT clients use in the Host header (repeatable, or comma-separated); NAME alone allows every port", func(v string) error {
+				for _, h := range strings.Split(v, ",") {
+					if h = strings.TrimSpace(h); h != "" {
+						o.allowedHosts = append(o.allowedHosts, h)
+					}
+				}
+				return nil
+			})
 			fs.StringVar(&o.data, "data", defaultDataFile(), "the bbolt data file")
 			fs.StringVar(&o.cacheDir, "cache", "", "compiled-component cache directory (default: the user cache dir)")
 			fs.DurationVar(&o.limits.Timeout, "call-timeout", 10*time.Second, "wall-clock limit of one gadget call")
@@ -101,6 +121,8 @@ Examples:
 
 type serveOptions struct {
 	addr, data, cacheDir      string
+	publicURL                 *url.URL
+	allowedHosts              []string
 	vaultKey                  string
 	limits                    runtime.Limits
 	gadgetIdle, workspaceIdle time.Duration
@@ -170,7 +192,15 @@ func serve(ctx context.Context, o serveOptions) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (pass another --addr)", o.addr, err)
 	}
-	gw := gateway.New(gateway.Config{Kernel: k, Logger: logger, MetricsPublic: o.metricsPublic})
+	hosts, err := gateway.NewHosts(gateway.HostsConfig{Listen: ln.Addr().String(), PublicURL: o.publicURL, Allowed: o.allowedHosts})
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("%w (fix --allowed-host or --public-url)", err)
+	}
+	if hosts.Unconfigured() {
+		logger.Warn("listening on every interface but answering only localhost, 127.0.0.1 and [::1]: pass --public-url or --allowed-host with the names clients use", "addr", ln.Addr())
+	}
+	gw := gateway.New(gateway.Config{Kernel: k, Logger: logger, MetricsPublic: o.metricsPublic, Hosts: hosts})
 	srv := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(std.out, "%s\nserving http://%s (Cap'n Web: ws://%s/api, batch: http://%s/api/batch)\ndata: %s\n",
 		versionString(), ln.Addr(), ln.Addr(), ln.Addr(), o.data)

@@ -67,8 +67,10 @@ func (g *Gatekeeper) Start(ctx context.Context, acct Account) (*Instance, error)
 			return nil, fmt.Errorf("start %s: credential %q is missing or not one line", m.Name, c.Name)
 		}
 		policy.Headers = append(policy.Headers, outboundhttp.Header{Name: c.Header, Value: strings.Replace(c.Template, "{secret}", secret, 1)})
+		policy.Secrets = append(policy.Secrets, secret)
 	}
 	in := &Instance{g: g, name: acct.Name, url: acct.Resource, kind: grant.Kind, queue: acct.Queue}
+	policy.Scrubbed = sink{in}.scrubbed
 	in.guest, err = g.code.Start(ctx, GuestConfig{
 		Name: acct.Name, Policy: policy, Sink: sink{in}, Store: acct.Store, Console: acct.Console, Limits: acct.Limits,
 	})
@@ -237,6 +239,17 @@ func (k sink) origin(ctx context.Context) (Origin, *callInfo) {
 func (k sink) AuthorizeObservation(ctx context.Context, o approvals.Observation) error {
 	origin, _ := k.origin(ctx)
 	return k.in.queue.Observe(ctx, ObservationRecord{Origin: origin, Observation: o})
+}
+
+// scrubbed records, as an observation of the account, that the host removed the account's
+// credentials from the response to a request of the gatekeeper (outboundhttp.Policy.Scrubbed).
+func (k sink) scrubbed(ctx context.Context, method, url string, n int) error {
+	return k.AuthorizeObservation(ctx, approvals.Observation{
+		Title: "Credential removed from a response",
+		Description: fmt.Sprintf("The response to `%s %s` contained this account's credential (%d times, as sent or encoded). "+
+			"Atelier replaced each occurrence with `%s` before the gatekeeper saw it. A service that repeats the "+
+			"credentials it receives may expose them in other ways too; see docs/security.md.", method, url, n, outboundhttp.CredentialMarker),
+	})
 }
 
 func (k sink) SubmitAction(ctx context.Context, a approvals.Action) (uint64, error) {

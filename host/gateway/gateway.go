@@ -23,8 +23,10 @@ type Config struct {
 	Kernel *kernel.Kernel
 	// Logger receives handler panics and session errors; nil uses slog.Default().
 	Logger *slog.Logger
-	// CheckOrigin decides whether a browser page of another origin may open a session; nil
-	// allows only same-origin pages and non-browser clients.
+	// Hosts are the names the gateway answers to (see Hosts); nil is LoopbackHosts().
+	Hosts *Hosts
+	// CheckOrigin decides whether a browser page may open a session; nil is Hosts.CheckOrigin
+	// (pages served from a host on the list, and non-browser clients).
 	CheckOrigin func(*http.Request) bool
 	// MetricsPublic serves GET /metrics to anyone; otherwise only to a request bearing the
 	// token of the user admin (kernel.AuthorizeMetrics).
@@ -45,6 +47,12 @@ func (g *Gateway) Shutdown(ctx context.Context) error { return g.rpc.Shutdown(ct
 
 // New returns the gateway's HTTP handler.
 func New(cfg Config) *Gateway {
+	if cfg.Hosts == nil {
+		cfg.Hosts = LoopbackHosts()
+	}
+	if cfg.CheckOrigin == nil {
+		cfg.CheckOrigin = cfg.Hosts.CheckOrigin
+	}
 	sessions := &sessionGauge{}
 	rpc := &capnweb.Server{
 		NewMain:     func(*http.Request) (any, error) { return kernel.NewPublic(cfg.Kernel), nil },
@@ -63,7 +71,7 @@ func New(cfg Config) *Gateway {
 	r.HEAD("/", ui)
 	r.GET("/assets/*file", ui)
 	r.GET("/metrics", serveMetrics(cfg.Kernel, cfg.MetricsPublic, sessions))
-	return &Gateway{Handler: r, rpc: rpc}
+	return &Gateway{Handler: cfg.Hosts.Wrap(r), rpc: rpc}
 }
 
 func init() { gin.SetMode(gin.ReleaseMode) }

@@ -151,7 +151,7 @@ func (a *actor) load(ctx context.Context, g store.Gadget) {
 	}
 	if prog.comp != nil {
 		a.comp = newComponentExec(k.cfg.Runtime, prog.comp, runtime.InstanceConfig{
-			Name: string(g.ID), Grants: grantSet(g.Grants), Limits: k.cfg.Limits, Console: a.console, Bind: bind,
+			Name: string(g.ID), Grants: k.grantSet(g.Grants), Limits: k.cfg.Limits, Console: a.console, Bind: bind,
 		})
 		sf := k.surfaces.component(a.sha, prog.comp)
 		a.exec, a.exports, a.resources = a.comp, sf.exports, sf.resources
@@ -168,7 +168,7 @@ func (a *actor) loadJS(ctx context.Context, g store.Gadget, bind map[string]any)
 	if err != nil {
 		return err
 	}
-	jg, err := eng.NewGadget(jsruntime.GadgetConfig{Name: string(g.ID), Files: a.prog.files, Grants: grantSet(g.Grants),
+	jg, err := eng.NewGadget(jsruntime.GadgetConfig{Name: string(g.ID), Files: a.prog.files, Grants: a.ov.k.grantSet(g.Grants),
 		Bind: bind, Console: a.console, Limits: a.ov.k.jsLimits()})
 	if err != nil {
 		return fail(CodeGadgetError, "load gadget %s: %v", g.Name, err)
@@ -446,7 +446,8 @@ func (p publisher) Publish(_ context.Context, ev events.Event) error {
 
 const maxEventsPerCall = 1000
 
-// grantSet is what a gadget may import: the harmless WASI baseline plus its grants.
-func grantSet(grants []string) []string {
-	return append(runtime.WASIBaseline(), slices.Clone(grants)...)
+// grantSet is what a gadget may import: the harmless WASI baseline plus those of its grants
+// the runtime provides (usableGrants).
+func (k *Kernel) grantSet(grants []string) []string {
+	return append(runtime.WASIBaseline(), k.usableGrants(grants)...)
 }

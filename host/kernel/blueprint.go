@@ -42,7 +42,8 @@ func validBlueprintText(title, description string) error {
 }
 
 // PublishBlueprint publishes gadget's current code, grants and binding names (no data) as a
-// blueprint of the caller's, and returns its id.
+// blueprint of the caller's, and returns its id. Grants the runtime cannot provide, kept from
+// before grants were checked, are left out (usableGrants).
 func (w *Workspace) PublishBlueprint(ctx context.Context, gadget, title, description string) (string, error) {
 	if err := validBlueprintText(title, description); err != nil {
 		return "", err
@@ -58,7 +59,7 @@ func (w *Workspace) PublishBlueprint(ctx context.Context, gadget, title, descrip
 			return err
 		}
 		bp = store.Blueprint{ID: store.NewID("bp"), Owner: w.p.userID, Title: title, Description: description,
-			Grants: slices.Clone(rec.Grants), Bindings: slices.Sorted(maps.Keys(rec.Bindings)), SHA256: v.SHA256, Size: v.Size, Created: time.Now().UTC()}
+			Grants: w.k.usableGrants(rec.Grants), Bindings: slices.Sorted(maps.Keys(rec.Bindings)), SHA256: v.SHA256, Size: v.Size, Created: time.Now().UTC()}
 		if bp.Bindings == nil {
 			bp.Bindings = []string{}
 		}

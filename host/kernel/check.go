@@ -17,7 +17,7 @@ func (k *Kernel) checkCode(ctx context.Context, code []byte, grants []string) (s
 	if len(code) == 0 || len(code) > k.cfg.MaxCode {
 		return "", fail(CodeInvalidArgument, "component of %d bytes: want 1 to %d bytes", len(code), k.cfg.MaxCode)
 	}
-	if err := validGrants(grants); err != nil {
+	if err := k.validGrants(grants); err != nil {
 		return "", err
 	}
 	sha := codeHash(code)
@@ -45,22 +45,35 @@ func (k *Kernel) checkComponent(ctx context.Context, code []byte, grants []strin
 		return fail(CodeInvalidArgument, "the upload is not a usable component: %v", err)
 	}
 	defer comp.Close()
-	if err := comp.Audit().Check(k.cfg.Runtime, grantSet(grants)); err != nil {
+	if err := comp.Audit().Check(k.cfg.Runtime, k.grantSet(grants)); err != nil {
 		return fail(CodeInvalidArgument, "the component needs more than it was granted: %v", err)
 	}
 	return nil
 }
 
-func validGrants(grants []string) error {
+// validGrants refuses more than 32 grants and every grant the runtime cannot provide
+// (runtime.CheckGrant), naming the grant and why. Every way grants reach a gadget (create,
+// deploy, blueprint import and instantiate) passes here, through checkCode.
+func (k *Kernel) validGrants(grants []string) error {
 	if len(grants) > 32 {
 		return fail(CodeInvalidArgument, "%d grants: at most 32", len(grants))
 	}
 	for _, g := range grants {
-		if g == "" || len(g) > 128 || !strings.Contains(g, ":") {
+		if g == "" || len(g) > 128 {
 			return fail(CodeInvalidArgument, "grant %.130q: want an interface name such as atelier:host/kv", g)
+		}
+		if err := k.cfg.Runtime.CheckGrant(g); err != nil {
+			return fail(CodeInvalidArgument, "%v", err)
 		}
 	}
 	return nil
+}
+
+// usableGrants returns grants without those validGrants would refuse. A gadget stored with
+// such a grant (accepted before grants were checked) keeps loading and running with it
+// ignored; its info still lists it until a deploy with new grants replaces them.
+func (k *Kernel) usableGrants(grants []string) []string {
+	return slices.DeleteFunc(slices.Clone(grants), func(g string) bool { return k.cfg.Runtime.CheckGrant(g) != nil })
 }
 
 func codeHash(code []byte) string {

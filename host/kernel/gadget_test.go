@@ -31,7 +31,7 @@ func TestBadUploadsChangeNothing(t *testing.T) {
 	code := guesttest.Bytes(t, counterGo)
 	refused(t, ws.Call(ctx, "createGadget", "counter", []byte("not a component"), counterGrants), "INVALID_ARGUMENT", "not a usable component")
 	refused(t, ws.Call(ctx, "createGadget", "counter", code, []string{"atelier:host/log"}), "INVALID_ARGUMENT", `grant "atelier:host/kv" would allow it`)
-	refused(t, ws.Call(ctx, "createGadget", "counter", code, []string{"nonsense"}), "INVALID_ARGUMENT", "want an interface name")
+	refused(t, ws.Call(ctx, "createGadget", "counter", code, []string{"nonsense"}), "INVALID_ARGUMENT", "grant nonsense: no such interface")
 	refused(t, ws.Call(ctx, "createGadget", "../etc", code, counterGrants), "INVALID_ARGUMENT", "lowercase letters")
 	refused(t, ws.Call(ctx, "createGadget", "counter", []byte{}, counterGrants), "INVALID_ARGUMENT", "want 1 to")
 	if gs := await(t, ws.Call(ctx, "listGadgets")).([]any); len(gs) != 0 {

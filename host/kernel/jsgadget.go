@@ -198,7 +198,7 @@ func (k *Kernel) checkBundle(ctx context.Context, code []byte, grants []string) 
 	if err != nil {
 		return err
 	}
-	g, err := eng.NewGadget(jsruntime.GadgetConfig{Name: "deploy-check", Files: files, Grants: grantSet(grants), Limits: k.jsLimits(),
+	g, err := eng.NewGadget(jsruntime.GadgetConfig{Name: "deploy-check", Files: files, Grants: k.grantSet(grants), Limits: k.jsLimits(),
 		Bind: map[string]any{kv.Grant: kv.NewMemory(k.cfg.GadgetQuota), events.Grant: unboundEvents{}, bindings.Grant: unboundBindings{}}})
 	if err != nil {
 		return fail(CodeInvalidArgument, "the JS gadget does not build: %v", err)

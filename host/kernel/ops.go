@@ -114,8 +114,9 @@ func (ov *overseer) updateGadget(ctx context.Context, p *principal, id store.Gad
 	return g, nil
 }
 
-// deploy makes code the gadget's new current version; grants nil keeps the grants, client nil
-// the current UI script. The code is checked before the overseer's loop runs the change
+// deploy makes code the gadget's new current version; grants nil keeps the grants (those the
+// runtime cannot provide stay stored and ignored, see usableGrants), client nil the current UI
+// script. The code is checked before the overseer's loop runs the change
 // (again on the loop, should the grants have changed in between).
 func (ov *overseer) deploy(ctx context.Context, p *principal, id store.GadgetID, code []byte, client *string, grants []string) (store.Gadget, error) {
 	checked := grants
@@ -124,7 +125,7 @@ func (ov *overseer) deploy(ctx context.Context, p *principal, id store.GadgetID,
 		if err != nil {
 			return store.Gadget{}, err
 		}
-		checked = g.Grants
+		checked = ov.k.usableGrants(g.Grants)
 	}
 	sha, err := ov.k.checkCode(ctx, code, checked)
 	if err != nil {
@@ -134,8 +135,8 @@ func (ov *overseer) deploy(ctx context.Context, p *principal, id store.GadgetID,
 		if grants != nil {
 			g.Grants = slices.Clone(grants)
 		}
-		if !slices.Equal(g.Grants, checked) {
-			if _, err := ov.k.checkCode(ctx, code, g.Grants); err != nil {
+		if usable := ov.k.usableGrants(g.Grants); !slices.Equal(usable, checked) {
+			if _, err := ov.k.checkCode(ctx, code, usable); err != nil {
 				return nil, "", err
 			}
 		}
@@ -158,7 +159,7 @@ func (ov *overseer) rollback(ctx context.Context, p *principal, id store.GadgetI
 		if err != nil {
 			return nil, "", err
 		}
-		if _, err := ov.k.checkCode(ctx, code, g.Grants); err != nil {
+		if _, err := ov.k.checkCode(ctx, code, ov.k.usableGrants(g.Grants)); err != nil {
 			return nil, "", err
 		}
 		g.Current = version

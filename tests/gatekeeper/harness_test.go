@@ -26,6 +26,8 @@ import (
 const (
 	aliceToken = "alice-tok-7f3c9e1d2b5a4c68"
 	bobToken   = "bob-tok-1a2b3c4d5e6f7081"
+	// carolToken has characters that every encoding changes.
+	carolToken = `carol/t0k+en?&"<x>~ 9`
 )
 
 func TestMain(m *testing.M) {
@@ -88,8 +90,8 @@ func (s *service) requests() []request {
 	return append([]request(nil), s.log...)
 }
 
-// startService builds (once) and starts a jsonapi process with alice owning "work" and bob
-// owning "home"; it runs until the test binary exits.
+// startService builds (once) and starts a jsonapi process with alice owning "work", bob
+// owning "home" and carol "lab"; it runs until the test binary exits.
 func startService(t testing.TB) *service {
 	t.Helper()
 	if testing.Short() {
@@ -110,7 +112,8 @@ func startService(t testing.TB) *service {
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
-	cmd := exec.Command(serverBin, "-token", "alice="+aliceToken, "-token", "bob="+bobToken, "-notebook", "work=alice", "-notebook", "home=bob")
+	cmd := exec.Command(serverBin, "-token", "alice="+aliceToken, "-token", "bob="+bobToken, "-notebook", "work=alice", "-notebook", "home=bob",
+		"-token", "carol="+carolToken, "-notebook", "lab=carol")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,8 @@
 // the manifest's, its URL lies under one of the granted resource's prefixes, and it sets no
 // credential or hop-by-hop header. The host then adds the credential headers, dials only
 // public addresses (checked on the dialed IP, after DNS), refuses redirects and bodies over
-// the limits. An instance without a binding may reach nothing. Requests are HTTP/1.1 over
+// the limits, and removes the credentials from the response before the guest sees it
+// (Policy.Secrets). An instance without a binding may reach nothing. Requests are HTTP/1.1 over
 // kept-alive connections, sent and awaited on the calling thread (transport.go says why).
 package outboundhttp
 
@@ -12,6 +13,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/x509"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -22,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"atelier/host/capability/outboundhttp/internal/scrub"
 	"atelier/host/runtime"
 )
 
@@ -30,6 +33,9 @@ const (
 	Interface = "atelier:gatekeeper/outbound-http@0.1.0"
 	Grant     = "atelier:gatekeeper/outbound-http"
 )
+
+// CredentialMarker replaces the credentials that a response reflects (Policy.Secrets).
+const CredentialMarker = scrub.Marker
 
 // Options configure the capability for the whole runtime. Zero fields take the defaults.
 type Options struct {
@@ -76,6 +82,33 @@ type Policy struct {
 	// Headers are added to every request (the credential, e.g. Authorization: Bearer ...).
 	// The guest never sees them and may not set headers of these names.
 	Headers []Header
+	// Secrets are the raw credential values inside Headers. A response reaches the guest only
+	// after every occurrence of them and of Headers' values (and of the user:password inside a
+	// Basic one), raw or encoded (scrub.Needles), is replaced in its headers and body by
+	// "[credential removed by atelier]": a service that reflects the request (an echo
+	// endpoint) does not hand the credential to the guest. Values under 8 bytes are left.
+	Secrets []string
+	// Scrubbed, when set, is told of each response the host removed credentials from, with
+	// the request's method and URL (without query) and the number of replacements; an error
+	// fails the request.
+	Scrubbed func(ctx context.Context, method, url string, n int) error
+}
+
+// matcher returns the scrub matcher of p's credential values, nil when it has none.
+func (p *Policy) matcher() *scrub.Matcher {
+	values := slices.Clone(p.Secrets)
+	for _, h := range p.Headers {
+		values = append(values, h.Value)
+		scheme, token, _ := strings.Cut(h.Value, " ")
+		if !strings.EqualFold(scheme, "Basic") {
+			continue
+		}
+		if pair, err := base64.StdEncoding.DecodeString(strings.TrimSpace(token)); err == nil {
+			_, password, _ := strings.Cut(string(pair), ":")
+			values = append(values, string(pair), password)
+		}
+	}
+	return scrub.New(scrub.Needles(values...))
 }
 
 // Header is one header line.
@@ -256,7 +289,8 @@ func (c *Client) Do(ctx context.Context, p *Policy, r Request) (*Response, error
 	for _, h := range p.Headers {
 		req.Header.Set(h.Name, h.Value)
 	}
-	resp, data, err := c.transport.roundTrip(ctx, req, c.opts.MaxResponseBody)
+	m := p.matcher()
+	resp, body, err := c.transport.roundTrip(ctx, req, c.opts.MaxResponseBody, m)
 	if err != nil {
 		var de *deniedError
 		switch {
@@ -270,13 +304,23 @@ func (c *Client) Do(ctx context.Context, p *Policy, r Request) (*Response, error
 	if loc := resp.Header.Get("Location"); resp.StatusCode/100 == 3 && loc != "" {
 		return nil, fail(Denied, "%s %s: redirect (HTTP %d) to %q refused", r.Method, u.Redacted(), resp.StatusCode, loc)
 	}
-	if len(data) > c.opts.MaxResponseBody {
+	if body.size > int64(c.opts.MaxResponseBody) {
 		return nil, fail(TooLarge, "%s %s: response body exceeds %d bytes", r.Method, u.Redacted(), c.opts.MaxResponseBody)
 	}
-	out := &Response{Status: resp.StatusCode, Headers: make([]Header, 0, len(resp.Header)), Body: data}
+	out := &Response{Status: resp.StatusCode, Headers: make([]Header, 0, len(resp.Header)), Body: body.data}
+	scrubbed := body.scrubbed
 	for name, vals := range resp.Header {
 		for _, v := range vals {
+			v, n := m.String(v)
+			scrubbed += n
 			out.Headers = append(out.Headers, Header{Name: name, Value: v})
+		}
+	}
+	if scrubbed > 0 && p.Scrubbed != nil {
+		plain := *u
+		plain.RawQuery, plain.ForceQuery = "", false
+		if err := p.Scrubbed(ctx, r.Method, plain.String(), scrubbed); err != nil {
+			return nil, fail(Failed, "%s %s: recording that credentials were removed from the response: %v", r.Method, plain.String(), err)
 		}
 	}
 	return out, nil

@@ -2,6 +2,7 @@ package outboundhttp
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -18,6 +19,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"atelier/host/capability/outboundhttp/internal/scrub"
 )
 
 // The transport sends HTTP/1.1 requests on the calling goroutine's own OS thread: every read
@@ -69,10 +72,18 @@ func newTransport(o Options, control func(network, address string, c syscall.Raw
 // errHeaderTooLarge is a response whose head exceeds maxResponseHeader.
 var errHeaderTooLarge = fmt.Errorf("response headers exceed %d bytes", maxResponseHeader)
 
+// body is a response body as read: at most maxBody+1 bytes of it (size counts them), with the
+// needles of the scrub matcher replaced in data (scrubbed counts the replacements).
+type body struct {
+	data     []byte
+	size     int64
+	scrubbed int
+}
+
 // roundTrip sends req and reads the response with at most maxBody+1 bytes of its body (the
-// caller refuses more than maxBody). The request's deadline is the earlier of ctx's and the
-// transport's timeout, connection included.
-func (t *transport) roundTrip(ctx context.Context, req *http.Request, maxBody int) (*http.Response, []byte, error) {
+// caller refuses more than maxBody), scrubbed by m (nil: as sent) while it streams in. The
+// request's deadline is the earlier of ctx's and the transport's timeout, connection included.
+func (t *transport) roundTrip(ctx context.Context, req *http.Request, maxBody int, m *scrub.Matcher) (*http.Response, body, error) {
 	start := time.Now()
 	deadline := start.Add(t.timeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
@@ -82,9 +93,9 @@ func (t *transport) roundTrip(ctx context.Context, req *http.Request, maxBody in
 	for retried := false; ; retried = true {
 		c, reused, err := t.get(ctx, req.URL, addr, deadline)
 		if err != nil {
-			return nil, nil, err
+			return nil, body{}, err
 		}
-		resp, data, err := c.exchange(ctx, req, deadline, maxBody)
+		resp, b, err := c.exchange(ctx, req, deadline, maxBody, m)
 		if err != nil {
 			c.close()
 			if reused && !retried && c.got == 0 && replayable(req) && req.GetBody != nil {
@@ -97,14 +108,14 @@ func (t *transport) roundTrip(ctx context.Context, req *http.Request, maxBody in
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				err = fmt.Errorf("timed out after %s: %w", time.Since(start).Round(time.Millisecond), err)
 			}
-			return nil, nil, err
+			return nil, body{}, err
 		}
-		if resp.Close || len(data) > maxBody || c.br.Buffered() > 0 {
+		if resp.Close || b.size > int64(maxBody) || c.br.Buffered() > 0 {
 			c.close()
 		} else {
 			t.put(c)
 		}
-		return resp, data, nil
+		return resp, b, nil
 	}
 }
 
@@ -274,37 +285,42 @@ func (c *conn) Read(p []byte) (int, error) {
 }
 
 // exchange writes req and reads its response (skipping informational 1xx answers).
-func (c *conn) exchange(ctx context.Context, req *http.Request, deadline time.Time, maxBody int) (*http.Response, []byte, error) {
+func (c *conn) exchange(ctx context.Context, req *http.Request, deadline time.Time, maxBody int, m *scrub.Matcher) (*http.Response, body, error) {
 	c.sock.ctx, c.sock.deadline = ctx, deadline
 	c.budget = maxResponseHeader
 	if err := req.Write(c.bw); err != nil {
-		return nil, nil, err
+		return nil, body{}, err
 	}
 	if err := c.bw.Flush(); err != nil {
-		return nil, nil, err
+		return nil, body{}, err
 	}
 	var resp *http.Response
 	for {
 		var err error
 		if resp, err = http.ReadResponse(c.br, req); err != nil {
-			return nil, nil, err
+			return nil, body{}, err
 		}
 		if resp.StatusCode == http.StatusSwitchingProtocols {
-			return nil, nil, errors.New("the server switched protocols")
+			return nil, body{}, errors.New("the server switched protocols")
 		}
 		if resp.StatusCode >= 200 {
 			break
 		}
 	}
 	c.budget = -1
-	data, err := io.ReadAll(io.LimitReader(resp.Body, int64(maxBody)+1))
-	if err != nil {
-		return nil, nil, fmt.Errorf("reading the body: %w", err)
+	var data bytes.Buffer
+	w := m.NewWriter(&data)
+	size, err := io.Copy(w, io.LimitReader(resp.Body, int64(maxBody)+1))
+	if err == nil {
+		err = w.Close()
 	}
-	if len(data) <= maxBody {
+	if err != nil {
+		return nil, body{}, fmt.Errorf("reading the body: %w", err)
+	}
+	if size <= int64(maxBody) {
 		resp.Body.Close()
 	}
-	return resp, data, nil
+	return resp, body{data: data.Bytes(), size: size, scrubbed: w.Replaced()}, nil
 }
 
 // alive reports whether the server has neither closed c nor sent anything unasked.

@@ -15,14 +15,17 @@
 //	GET    /whoami       {"user"}
 //	GET    /redirect     302 to /notes
 //	GET    /big?bytes=N  N bytes of "x"
+//	GET    /echo         reflects the Authorization header, raw and encoded (see echo)
 package main
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -137,6 +140,8 @@ func (s *server) route(w http.ResponseWriter, r *http.Request, user string) {
 		n, _ := strconv.Atoi(r.URL.Query().Get("bytes"))
 		w.WriteHeader(200)
 		w.Write([]byte(strings.Repeat("x", n)))
+	case sub == "echo" && r.Method == "GET":
+		echo(w, r)
 	case sub == "notes" && r.Method == "GET":
 		s.mu.Lock()
 		list := append([]note{}, s.notes[nb]...)
@@ -163,6 +168,35 @@ func (s *server) route(w http.ResponseWriter, r *http.Request, user string) {
 		s.note(w, r, nb, id)
 	default:
 		reply(w, 404, map[string]string{"error": "not found"})
+	}
+}
+
+// echo reflects the Authorization header as careless services do: in a response header, and in
+// a body, sent in 5-byte chunks, with one line per form (the header and its token, each raw,
+// base64 in both alphabets with and without padding, URL-encoded as query and as path, and
+// JSON-escaped), then the line "plain: hello, world".
+func echo(w http.ResponseWriter, r *http.Request) {
+	auth := r.Header.Get("Authorization")
+	w.Header().Set("X-Echo-Authorization", auth)
+	w.Header().Set("Content-Type", "text/plain")
+	var b strings.Builder
+	for _, v := range []string{auth, strings.TrimPrefix(auth, "Bearer ")} {
+		j, _ := json.Marshal(v)
+		for _, form := range []string{v, base64.StdEncoding.EncodeToString([]byte(v)), base64.RawStdEncoding.EncodeToString([]byte(v)),
+			base64.URLEncoding.EncodeToString([]byte(v)), base64.RawURLEncoding.EncodeToString([]byte(v)),
+			url.QueryEscape(v), url.PathEscape(v), string(j)} {
+			b.WriteString("form: " + form + "\n")
+		}
+	}
+	b.WriteString("plain: hello, world\n")
+	flusher, _ := w.(http.Flusher)
+	for body := b.String(); body != ""; {
+		n := min(5, len(body))
+		w.Write([]byte(body[:n]))
+		body = body[n:]
+		if flusher != nil {
+			flusher.Flush()
+		}
 	}
 }
 
