@@ -7,10 +7,11 @@ import (
 
 // LimiterConfig configures a Limiter. Zero fields take the defaults named.
 type LimiterConfig struct {
-	// Free is the number of failures a key may have without waiting (5).
+	// Free is the number of failures a key may have without waiting (5): the attempt after
+	// the Free-th failure waits Base.
 	Free int
-	// Base is the wait after the first failure beyond Free (1s); each further failure doubles
-	// it, up to Max (5 minutes).
+	// Base is the wait after the Free-th failure (1s); each further failure doubles it, up to
+	// Max (5 minutes). A wait counts from the key's last failure.
 	Base, Max time.Duration
 	// Window forgets a key whose last failure is this old and whose wait is over (15 minutes).
 	Window time.Duration
@@ -21,8 +22,9 @@ type LimiterConfig struct {
 
 // Limiter slows down guessing. It counts the recent failures of each key (a username, a
 // remote address) and, past a free allowance, makes the key wait before its next attempt,
-// doubling the wait with each further failure. A success clears the key. Memory is bounded by
-// MaxKeys. It is safe for concurrent use.
+// doubling the wait with each further failure. An attempt whose outcome takes time (a
+// password hash) is reserved first, counted as a failure until it succeeds, so that parallel
+// attempts count as they start. Memory is bounded by MaxKeys. It is safe for concurrent use.
 type Limiter struct {
 	cfg LimiterConfig
 	now func() time.Time
@@ -65,11 +67,26 @@ func (l *Limiter) Wait(key string) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
+	return waitOf(l.entry(key, now), now)
+}
+
+// Reserve starts an attempt of key: while key must wait it returns the wait and counts
+// nothing; otherwise it counts the attempt as a failure at once (Succeed or Cancel take it
+// back) and returns key's failures before it. Parallel attempts are thus counted as they
+// start, not as they end.
+func (l *Limiter) Reserve(key string) (prior int, wait time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
 	e := l.entry(key, now)
-	if e == nil || !now.Before(e.until) {
-		return 0
+	if wait := waitOf(e, now); wait > 0 {
+		return e.failures, wait
 	}
-	return e.until.Sub(now)
+	if e != nil {
+		prior = e.failures
+	}
+	l.fail(key, e, now)
+	return prior, 0
 }
 
 // Fail records a failed attempt of key.
@@ -77,23 +94,23 @@ func (l *Limiter) Fail(key string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
-	e := l.entry(key, now)
+	l.fail(key, l.entry(key, now), now)
+}
+
+// Cancel takes back one attempt that Reserve counted, for an attempt that neither failed nor
+// succeeded (the server could not check it).
+func (l *Limiter) Cancel(key string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.keys[key]
 	if e == nil {
-		if len(l.keys) >= l.cfg.MaxKeys {
-			l.prune(now)
-		}
-		e = &limitEntry{}
-		l.keys[key] = e
+		return
 	}
-	e.failures++
-	e.last = now
-	if over := e.failures - l.cfg.Free; over > 0 {
-		wait := l.cfg.Max
-		if over <= 32 && l.cfg.Base<<(over-1) < l.cfg.Max {
-			wait = l.cfg.Base << (over - 1)
-		}
-		e.until = now.Add(wait)
+	if e.failures--; e.failures <= 0 {
+		delete(l.keys, key)
+		return
 	}
+	e.until = l.until(e)
 }
 
 // Succeed clears key.
@@ -108,6 +125,42 @@ func (l *Limiter) Len() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.keys)
+}
+
+// fail counts a failure of key, whose live entry is e (nil: none); l.mu is held.
+func (l *Limiter) fail(key string, e *limitEntry, now time.Time) {
+	if e == nil {
+		if len(l.keys) >= l.cfg.MaxKeys {
+			l.prune(now)
+		}
+		e = &limitEntry{}
+		l.keys[key] = e
+	}
+	e.failures++
+	e.last = now
+	e.until = l.until(e)
+}
+
+// until is when e's wait ends: its last failure plus Base, doubled for each failure beyond
+// Free, up to Max (zero within the free allowance).
+func (l *Limiter) until(e *limitEntry) time.Time {
+	over := e.failures - l.cfg.Free
+	if over < 0 {
+		return time.Time{}
+	}
+	wait := l.cfg.Max
+	if over < 32 && l.cfg.Base<<over < l.cfg.Max {
+		wait = l.cfg.Base << over
+	}
+	return e.last.Add(wait)
+}
+
+// waitOf is how long an entry (nil: none) must wait at now.
+func waitOf(e *limitEntry, now time.Time) time.Duration {
+	if e == nil || !now.Before(e.until) {
+		return 0
+	}
+	return e.until.Sub(now)
 }
 
 // entry returns key's live entry, forgetting it when it expired; l.mu is held.

@@ -9,9 +9,7 @@ import (
 func TestLimiterBacksOffAndForgets(t *testing.T) {
 	now := time.Unix(1e9, 0)
 	l := NewLimiter(LimiterConfig{Free: 2, Base: time.Second, Max: 4 * time.Second, Window: time.Minute}, func() time.Time { return now })
-	for range 2 {
-		l.Fail("ada")
-	}
+	l.Fail("ada")
 	if w := l.Wait("ada"); w != 0 {
 		t.Fatalf("within the free allowance: wait %v", w)
 	}
@@ -48,6 +46,83 @@ func TestLimiterIsBounded(t *testing.T) {
 		l.Fail(fmt.Sprint("addr-", i))
 	}
 	if n := l.Len(); n > 100 {
+		t.Fatalf("%d keys tracked, want at most 100", n)
+	}
+}
+
+func TestLimiterReservesBeforeTheOutcome(t *testing.T) {
+	now := time.Unix(1e9, 0)
+	l := NewLimiter(LimiterConfig{Free: 5}, func() time.Time { return now })
+	// Thirty attempts start before any ends: five may run, the others wait.
+	started := 0
+	for i := range 30 {
+		prior, wait := l.Reserve("ada")
+		if wait == 0 {
+			if prior != started {
+				t.Fatalf("attempt %d: %d prior failures, want %d", i, prior, started)
+			}
+			started++
+		}
+	}
+	if started != 5 {
+		t.Fatalf("%d of 30 parallel attempts started, want 5", started)
+	}
+	if w := l.Wait("ada"); w != time.Second {
+		t.Fatalf("after 5 reserved attempts: wait %v, want 1s", w)
+	}
+	l.Cancel("ada") // one could not be checked
+	if _, w := l.Reserve("ada"); w != 0 {
+		t.Fatalf("after a cancelled attempt: wait %v, want none", w)
+	}
+	l.Succeed("ada")
+	if prior, w := l.Reserve("ada"); prior != 0 || w != 0 {
+		t.Fatalf("after a success: %d prior failures, wait %v", prior, w)
+	}
+	l.Cancel("ada")
+	if n := l.Len(); n != 0 {
+		t.Fatalf("a cancelled first attempt leaves %d keys", n)
+	}
+}
+
+func TestRateAllowsABurstThenOnePerInterval(t *testing.T) {
+	now := time.Unix(1e9, 0)
+	r := NewRate(RateConfig{Every: 10 * time.Minute, Burst: 3}, func() time.Time { return now })
+	for i := range 3 {
+		if w := r.Take("a"); w != 0 {
+			t.Fatalf("action %d of the burst waits %v", i+1, w)
+		}
+	}
+	if w := r.Take("a"); w != 10*time.Minute {
+		t.Fatalf("past the burst: wait %v, want 10m", w)
+	}
+	if w := r.Take("b"); w != 0 {
+		t.Fatalf("another key waits %v", w)
+	}
+	now = now.Add(4 * time.Minute)
+	if w := r.Take("a"); w != 6*time.Minute {
+		t.Fatalf("after 4m: wait %v, want 6m", w)
+	}
+	now = now.Add(6 * time.Minute)
+	if w := r.Take("a"); w != 0 {
+		t.Fatalf("after 10m: wait %v", w)
+	}
+	if w := r.Take("a"); w != 10*time.Minute {
+		t.Fatalf("one action per interval: wait %v", w)
+	}
+	now = now.Add(time.Hour)
+	for i := range 3 {
+		if w := r.Take("a"); w != 0 {
+			t.Fatalf("after an hour, action %d waits %v", i+1, w)
+		}
+	}
+}
+
+func TestRateIsBounded(t *testing.T) {
+	r := NewRate(RateConfig{MaxKeys: 100}, nil)
+	for i := range 10_000 {
+		r.Take(fmt.Sprint("addr-", i))
+	}
+	if n := r.Len(); n > 100 {
 		t.Fatalf("%d keys tracked, want at most 100", n)
 	}
 }
