@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"atelier/host/auth"
 	"atelier/host/runtime"
 	"atelier/host/runtime/wit"
 	"atelier/host/store"
@@ -27,7 +28,8 @@ const (
 	// not run; a routed workspace (cluster.go) retries it there by itself.
 	CodeMoved Code = "MOVED"
 	// CodeUnavailable: the node running the workspace stopped during the call, so its outcome
-	// is unknown; open the workspace again.
+	// is unknown; open the workspace again. Also: the server is too busy checking passwords,
+	// or the caller's address has no signups left; try again later.
 	CodeUnavailable Code = "UNAVAILABLE"
 )
 
@@ -90,6 +92,8 @@ func codeOf(err error) Code {
 		return CodeFailedPrecondition
 	case errors.Is(err, store.ErrOwnedElsewhere):
 		return CodeMoved
+	case errors.Is(err, auth.ErrBusy):
+		return CodeUnavailable
 	}
 	return CodeInternal
 }
