@@ -59,13 +59,10 @@ func NewHasher(cfg HasherConfig) *Hasher {
 	return &Hasher{cfg: cfg, slots: make(chan struct{}, cfg.Limit), waiting: make(chan struct{}, 4*cfg.Limit), dummy: dummy}
 }
 
-// Limit returns the most hashes that run at once.
-func (h *Hasher) Limit() int { return h.cfg.Limit }
-
 // Hash hashes password with a fresh salt and the Hasher's parameters.
 func (h *Hasher) Hash(ctx context.Context, password string) (PasswordHash, error) {
 	var out PasswordHash
-	err := h.run(ctx, func() error {
+	err := h.run(ctx, h.cfg.Params, func() error {
 		var err error
 		out, err = HashPassword(password, h.cfg.Params)
 		return err
@@ -82,15 +79,20 @@ func (h *Hasher) Verify(ctx context.Context, stored PasswordHash, password strin
 		stored = h.dummy
 	}
 	ok := false
-	err := h.run(ctx, func() error {
+	err := h.run(ctx, stored.Params, func() error {
 		ok = stored.Verify(password)
 		return nil
 	})
 	return ok && known, err
 }
 
-// run runs f in a slot.
-func (h *Hasher) run(ctx context.Context, f func() error) error {
+// bigHash is the memory cost (KiB) from which a finished hash's memory is collected at once.
+const bigHash = 1 << 10
+
+// run runs f, a hash of parameters p, in a slot. After a big hash it collects the garbage at
+// once, so that the next hash reuses its memory: left to the collector's pace (GOGC), the
+// finished hashes' garbage could double the memory the slots take.
+func (h *Hasher) run(ctx context.Context, p Params, f func() error) error {
 	if err := h.acquire(ctx); err != nil {
 		return err
 	}
@@ -98,7 +100,11 @@ func (h *Hasher) run(ctx context.Context, f func() error) error {
 	if h.cfg.Hook != nil {
 		h.cfg.Hook()
 	}
-	return f()
+	err := f()
+	if p.MemoryKiB >= bigHash {
+		runtime.GC()
+	}
+	return err
 }
 
 // acquire takes a slot, waiting at most cfg.Wait (and while ctx lasts) in a bounded queue.

@@ -1,6 +1,8 @@
 package auth
 
 import (
+	"context"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -23,8 +25,11 @@ type LimiterConfig struct {
 // Limiter slows down guessing. It counts the recent failures of each key (a username, a
 // remote address) and, past a free allowance, makes the key wait before its next attempt,
 // doubling the wait with each further failure. An attempt whose outcome takes time (a
-// password hash) is reserved first, counted as a failure until it succeeds, so that parallel
-// attempts count as they start. Memory is bounded by MaxKeys. It is safe for concurrent use.
+// password hash) is reserved first and ended with Failed, Succeed or Cancel: attempts in
+// progress take their share of the free allowance, so that parallel guesses count as they
+// start, and an attempt that finds the allowance taken by attempts in progress waits for
+// their outcome. A success clears the key. Memory is bounded by MaxKeys. It is safe for
+// concurrent use.
 type Limiter struct {
 	cfg LimiterConfig
 	now func() time.Time
@@ -35,8 +40,10 @@ type Limiter struct {
 
 type limitEntry struct {
 	failures int
-	last     time.Time // of the last failure
-	until    time.Time // no attempt before this
+	pending  int           // reserved attempts in progress
+	last     time.Time     // of the last failure
+	until    time.Time     // no attempt before this
+	ended    chan struct{} // closed when an attempt in progress ends; nil: nobody waits
 }
 
 // NewLimiter returns a Limiter reading the time from now (time.Now when nil).
@@ -70,54 +77,85 @@ func (l *Limiter) Wait(key string) time.Duration {
 	return waitOf(l.entry(key, now), now)
 }
 
-// Reserve starts an attempt of key: while key must wait it returns the wait and counts
-// nothing; otherwise it counts the attempt as a failure at once (Succeed or Cancel take it
-// back) and returns key's failures before it. Parallel attempts are thus counted as they
-// start, not as they end.
-func (l *Limiter) Reserve(key string) (prior int, wait time.Duration) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := l.now()
-	e := l.entry(key, now)
-	if wait := waitOf(e, now); wait > 0 {
-		return e.failures, wait
+// Reserve starts an attempt of key and returns key's failures before it; end it with Failed,
+// Succeed or Cancel. While key must wait, it returns the wait instead and starts nothing.
+// Within the free allowance, attempts in progress count as failures; past it, one attempt at
+// a time may run. An attempt that finds no room waits (while ctx lasts) for one in progress
+// to end, then decides again.
+func (l *Limiter) Reserve(ctx context.Context, key string) (prior int, wait time.Duration, err error) {
+	for {
+		l.mu.Lock()
+		now := l.now()
+		e := l.entry(key, now)
+		if wait := waitOf(e, now); wait > 0 {
+			prior := e.failures
+			l.mu.Unlock()
+			return prior, wait, nil
+		}
+		if e == nil {
+			e = l.add(key, now)
+		}
+		if e.pending == 0 || e.failures+e.pending < l.cfg.Free {
+			e.pending++
+			prior := e.failures
+			l.mu.Unlock()
+			return prior, 0, nil
+		}
+		if e.ended == nil {
+			e.ended = make(chan struct{})
+		}
+		ended := e.ended
+		l.mu.Unlock()
+		select {
+		case <-ended:
+		case <-ctx.Done():
+			return 0, 0, fmt.Errorf("wait for the outcome of other attempts: %w", ctx.Err())
+		}
 	}
-	if e != nil {
-		prior = e.failures
-	}
-	l.fail(key, e, now)
-	return prior, 0
 }
 
-// Fail records a failed attempt of key.
+// Fail records a failed attempt of key that was not reserved.
 func (l *Limiter) Fail(key string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
-	l.fail(key, l.entry(key, now), now)
+	e := l.entry(key, now)
+	if e == nil {
+		e = l.add(key, now)
+	}
+	l.fail(e, now)
 }
 
-// Cancel takes back one attempt that Reserve counted, for an attempt that neither failed nor
-// succeeded (the server could not check it).
+// Failed ends a reserved attempt of key that failed.
+func (l *Limiter) Failed(key string) {
+	l.end(key, func(e *limitEntry) { l.fail(e, l.now()) })
+}
+
+// Succeed ends a reserved attempt of key that succeeded: it clears key's failures.
+func (l *Limiter) Succeed(key string) {
+	l.end(key, func(e *limitEntry) { e.failures, e.until = 0, time.Time{} })
+}
+
+// Cancel ends a reserved attempt of key that the server could not check: it counts nothing.
 func (l *Limiter) Cancel(key string) {
+	l.end(key, func(*limitEntry) {})
+}
+
+// end ends a reserved attempt of key, applies outcome to its entry, wakes the attempts
+// waiting for it and forgets an entry left empty.
+func (l *Limiter) end(key string, outcome func(*limitEntry)) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e := l.keys[key]
-	if e == nil {
+	if e == nil { // dropped while full: the attempt counts for nothing
 		return
 	}
-	if e.failures--; e.failures <= 0 {
+	e.pending = max(0, e.pending-1)
+	outcome(e)
+	e.wake()
+	if e.pending == 0 && e.failures == 0 {
 		delete(l.keys, key)
-		return
 	}
-	e.until = l.until(e)
-}
-
-// Succeed clears key.
-func (l *Limiter) Succeed(key string) {
-	l.mu.Lock()
-	delete(l.keys, key)
-	l.mu.Unlock()
 }
 
 // Len returns the number of keys tracked.
@@ -127,15 +165,26 @@ func (l *Limiter) Len() int {
 	return len(l.keys)
 }
 
-// fail counts a failure of key, whose live entry is e (nil: none); l.mu is held.
-func (l *Limiter) fail(key string, e *limitEntry, now time.Time) {
-	if e == nil {
-		if len(l.keys) >= l.cfg.MaxKeys {
-			l.prune(now)
-		}
-		e = &limitEntry{}
-		l.keys[key] = e
+// wake wakes the attempts waiting for one in progress to end; l.mu is held.
+func (e *limitEntry) wake() {
+	if e.ended != nil {
+		close(e.ended)
+		e.ended = nil
 	}
+}
+
+// add tracks a new key, pruning first when the map is full; l.mu is held.
+func (l *Limiter) add(key string, now time.Time) *limitEntry {
+	if len(l.keys) >= l.cfg.MaxKeys {
+		l.prune(now)
+	}
+	e := &limitEntry{}
+	l.keys[key] = e
+	return e
+}
+
+// fail counts a failure in e; l.mu is held.
+func (l *Limiter) fail(e *limitEntry, now time.Time) {
 	e.failures++
 	e.last = now
 	e.until = l.until(e)
@@ -173,8 +222,9 @@ func (l *Limiter) entry(key string, now time.Time) *limitEntry {
 	return e
 }
 
+// expired reports whether e, without attempts in progress, may be forgotten.
 func (l *Limiter) expired(e *limitEntry, now time.Time) bool {
-	return !now.Before(e.until) && now.Sub(e.last) >= l.cfg.Window
+	return e.pending == 0 && !now.Before(e.until) && now.Sub(e.last) >= l.cfg.Window
 }
 
 // prune forgets expired keys and, if the map is still nearly full, arbitrary keys until a
@@ -185,10 +235,11 @@ func (l *Limiter) prune(now time.Time) {
 			delete(l.keys, k)
 		}
 	}
-	for k := range l.keys {
+	for k, e := range l.keys {
 		if len(l.keys) < l.cfg.MaxKeys-l.cfg.MaxKeys/10 {
 			break
 		}
+		e.wake() // its waiters decide again, on a new entry
 		delete(l.keys, k)
 	}
 }

@@ -1,6 +1,8 @@
 package auth
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -53,34 +55,64 @@ func TestLimiterIsBounded(t *testing.T) {
 func TestLimiterReservesBeforeTheOutcome(t *testing.T) {
 	now := time.Unix(1e9, 0)
 	l := NewLimiter(LimiterConfig{Free: 5}, func() time.Time { return now })
-	// Thirty attempts start before any ends: five may run, the others wait.
-	started := 0
-	for i := range 30 {
-		prior, wait := l.Reserve("ada")
-		if wait == 0 {
-			if prior != started {
-				t.Fatalf("attempt %d: %d prior failures, want %d", i, prior, started)
-			}
-			started++
+	ctx := context.Background()
+	reserve := func() (int, time.Duration) {
+		t.Helper()
+		prior, wait, err := l.Reserve(ctx, "ada")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return prior, wait
+	}
+	// Five attempts start; the sixth waits for their outcome and, as all five failed, is told
+	// to wait.
+	for range 5 {
+		if prior, wait := reserve(); prior != 0 || wait != 0 {
+			t.Fatalf("an attempt within the allowance: %d prior failures, wait %v", prior, wait)
 		}
 	}
-	if started != 5 {
-		t.Fatalf("%d of 30 parallel attempts started, want 5", started)
+	sixth := make(chan time.Duration)
+	go func() {
+		_, wait, _ := l.Reserve(ctx, "ada")
+		sixth <- wait
+	}()
+	for range 5 {
+		select {
+		case w := <-sixth:
+			t.Fatalf("the sixth attempt did not wait for the others (wait %v)", w)
+		default:
+		}
+		l.Failed("ada")
 	}
-	if w := l.Wait("ada"); w != time.Second {
-		t.Fatalf("after 5 reserved attempts: wait %v, want 1s", w)
+	if w := <-sixth; w != time.Second {
+		t.Fatalf("after five failures the sixth attempt: wait %v, want 1s", w)
 	}
-	l.Cancel("ada") // one could not be checked
-	if _, w := l.Reserve("ada"); w != 0 {
-		t.Fatalf("after a cancelled attempt: wait %v, want none", w)
+	// Past the allowance, one attempt at a time.
+	now = now.Add(time.Second)
+	if prior, wait := reserve(); prior != 5 || wait != 0 {
+		t.Fatalf("after the wait: %d prior failures, wait %v; want 5, 0", prior, wait)
 	}
+	short, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+	defer cancel()
+	if _, _, err := l.Reserve(short, "ada"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a second attempt past the allowance did not wait: %v", err)
+	}
+	l.Cancel("ada") // an attempt the server could not check counts for nothing
+	if prior, wait := reserve(); prior != 5 || wait != 0 {
+		t.Fatalf("after a cancelled attempt: %d prior failures, wait %v", prior, wait)
+	}
+	// A success clears the key, also for the attempts waiting for it.
+	go func() {
+		_, wait, _ := l.Reserve(ctx, "ada")
+		sixth <- wait
+	}()
 	l.Succeed("ada")
-	if prior, w := l.Reserve("ada"); prior != 0 || w != 0 {
-		t.Fatalf("after a success: %d prior failures, wait %v", prior, w)
+	if w := <-sixth; w != 0 {
+		t.Fatalf("after a success: wait %v", w)
 	}
 	l.Cancel("ada")
 	if n := l.Len(); n != 0 {
-		t.Fatalf("a cancelled first attempt leaves %d keys", n)
+		t.Fatalf("without failures or attempts %d keys are left", n)
 	}
 }
 

@@ -35,8 +35,7 @@ func newGuards(cfg Config) guards {
 	}
 }
 
-// attempt is one password check under the guards, counted as failed from its start; succeeded
-// and cancel take that back.
+// attempt is one password check under the guards.
 type attempt struct {
 	g          guards
 	user, pair string
@@ -44,17 +43,18 @@ type attempt struct {
 
 // begin starts a password check of user's account by the caller, or refuses it (UNAUTHORIZED,
 // saying how long to wait) while the caller's (user, address) pair must wait, or, once the
-// pair has failed before, while the account must wait.
+// pair has failed before, while the account must wait. Checks of the pair in progress count
+// against its free allowance; one that finds it taken waits for their outcome first.
 func (g guards) begin(ctx context.Context, what, user string) (attempt, error) {
 	at := attempt{g: g, user: user, pair: user + " " + remoteHost(ctx)} // usernames have no spaces
-	prior, wait := g.pairs.Reserve(at.pair)
-	switch {
-	case wait == 0 && prior > 0:
-		if _, wait = g.accounts.Reserve(user); wait > 0 {
+	prior, wait, err := g.pairs.Reserve(ctx, at.pair)
+	if err != nil {
+		return attempt{}, wrapErr(err, "%s", what)
+	}
+	if wait == 0 && prior > 0 {
+		if wait = g.accounts.Wait(user); wait > 0 {
 			g.pairs.Cancel(at.pair)
 		}
-	case wait == 0:
-		g.accounts.Fail(user)
 	}
 	if wait > 0 {
 		return attempt{}, tooMany(what, wait)
@@ -62,18 +62,17 @@ func (g guards) begin(ctx context.Context, what, user string) (attempt, error) {
 	return at, nil
 }
 
-// succeeded clears the pair's failures and takes back the account's count of this attempt
-// (failures from elsewhere stay counted).
-func (at attempt) succeeded() {
-	at.g.pairs.Succeed(at.pair)
-	at.g.accounts.Cancel(at.user)
+// failed counts the failure against the pair and the account.
+func (at attempt) failed() {
+	at.g.pairs.Failed(at.pair)
+	at.g.accounts.Fail(at.user)
 }
 
-// cancel takes back an attempt the server could not check.
-func (at attempt) cancel() {
-	at.g.pairs.Cancel(at.pair)
-	at.g.accounts.Cancel(at.user)
-}
+// succeeded clears the pair's failures (the account's, from anywhere, stay counted).
+func (at attempt) succeeded() { at.g.pairs.Succeed(at.pair) }
+
+// cancel ends an attempt the server could not check, counting nothing.
+func (at attempt) cancel() { at.g.pairs.Cancel(at.pair) }
 
 // badToken counts a refused token (err) against addr ("" when unknown: not counted) and
 // returns err, or, while addr must wait, the wait.

@@ -47,6 +47,7 @@ func (k *Kernel) passwordAttempt(ctx context.Context, what, username string, sto
 		return wrapErr(err, "%s", what)
 	}
 	if !ok {
+		at.failed()
 		return fail(CodeUnauthorized, "%s: %s", what, wrong)
 	}
 	at.succeeded()
