@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -79,6 +80,20 @@ Examples:
 			fs.DurationVar(&o.workspaceIdle, "workspace-idle", 5*time.Minute, "stop an idle workspace's overseer after this long")
 			fs.BoolVar(&o.noSignup, "no-signup", false, "refuse signup(): only the admin (and users created before) can log in")
 			fs.BoolVar(&o.metricsPublic, "metrics-public", false, "serve /metrics to anyone (default: only with the admin user's token)")
+			fs.IntVar(&o.hashLimit, "hash-limit", 0, "password hashes run at once, 64 MiB each (default: from the CPUs and the available memory); more logins wait up to 2s, then get UNAVAILABLE")
+			fs.IntVar(&o.signupBurst, "signup-burst", 10, "signups one address may make at once")
+			fs.DurationVar(&o.signupEvery, "signup-every", 6*time.Minute, "then one more signup per address this often")
+			fs.StringVar(&o.trustedProxy.Header, "trusted-proxy-header", "", "behind a reverse proxy: the header holding the client's address (e.g. X-Forwarded-For), trusted from --trusted-proxies only (default: none, the connection's address counts)")
+			fs.Func("trusted-proxies", "comma-separated addresses or CIDR prefixes of the reverse proxies whose --trusted-proxy-header counts (default: loopback)", func(v string) error {
+				for _, p := range strings.Split(v, ",") {
+					prefix, err := parsePrefix(strings.TrimSpace(p))
+					if err != nil {
+						return err
+					}
+					o.trustedProxy.Proxies = append(o.trustedProxy.Proxies, prefix)
+				}
+				return nil
+			})
 			fs.Uint64Var(&o.retention.Audit, "keep-audit", store.DefaultAuditRetention, "audit lines kept per workspace (older ones are deleted)")
 			fs.Uint64Var(&o.retention.Actions, "keep-actions", store.DefaultActionsRetention, "gatekeeper action-log entries kept per workspace, besides pending actions")
 			fs.StringVar(&o.vaultKey, "vault-key", "", "the key file that seals gatekeeper credentials (default: DATA.key; every node of a cluster needs a copy of the same one)")
@@ -127,6 +142,9 @@ type serveOptions struct {
 	limits                    runtime.Limits
 	gadgetIdle, workspaceIdle time.Duration
 	noSignup, metricsPublic   bool
+	hashLimit, signupBurst    int
+	signupEvery               time.Duration
+	trustedProxy              gateway.TrustedProxy
 	retention                 store.Retention
 	cluster                   clusterOptions
 }
@@ -135,6 +153,18 @@ type clusterOptions struct {
 	on         bool
 	cfg        cluster.Config
 	secretFile string
+}
+
+// parsePrefix parses an address (a prefix of itself) or a CIDR prefix.
+func parsePrefix(s string) (netip.Prefix, error) {
+	if a, err := netip.ParseAddr(s); err == nil {
+		return netip.PrefixFrom(a, a.BitLen()), nil
+	}
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("%q is neither an IP address nor a CIDR prefix", s)
+	}
+	return p.Masked(), nil
 }
 
 // defaultDataFile is atelier.db in the user's data directory ($XDG_DATA_HOME/atelier or
@@ -174,7 +204,7 @@ func serve(ctx context.Context, o serveOptions) error {
 	defer gkRuntime.Close()
 	defer extismEngine.Close()
 	k := kernel.New(kernel.Config{Runtime: rt, Store: db, Limits: o.limits, Logger: logger, Version: versionString(),
-		SignupsDisabled: o.noSignup, GadgetIdle: o.gadgetIdle, WorkspaceIdle: o.workspaceIdle,
+		SignupsDisabled: o.noSignup, HashLimit: o.hashLimit, SignupBurst: o.signupBurst, SignupEvery: o.signupEvery, GadgetIdle: o.gadgetIdle, WorkspaceIdle: o.workspaceIdle,
 		GatekeeperRuntime: gkRuntime, Extism: extismEngine, KeyFile: cmp.Or(o.vaultKey, o.data+".key"), Cluster: clusterOf(member)})
 	defer k.Close()
 	if member != nil {
@@ -200,7 +230,7 @@ func serve(ctx context.Context, o serveOptions) error {
 	if hosts.Unconfigured() {
 		logger.Warn("listening on every interface but answering only localhost, 127.0.0.1 and [::1]: pass --public-url or --allowed-host with the names clients use", "addr", ln.Addr())
 	}
-	gw := gateway.New(gateway.Config{Kernel: k, Logger: logger, MetricsPublic: o.metricsPublic, Hosts: hosts})
+	gw := gateway.New(gateway.Config{Kernel: k, Logger: logger, MetricsPublic: o.metricsPublic, Hosts: hosts, TrustedProxy: o.trustedProxy})
 	srv := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(std.out, "%s\nserving http://%s (Cap'n Web: ws://%s/api, batch: http://%s/api/batch)\ndata: %s\n",
 		versionString(), ln.Addr(), ln.Addr(), ln.Addr(), o.data)

@@ -31,6 +31,9 @@ type Config struct {
 	// MetricsPublic serves GET /metrics to anyone; otherwise only to a request bearing the
 	// token of the user admin (kernel.AuthorizeMetrics).
 	MetricsPublic bool
+	// TrustedProxy, if its Header is set, takes the client's address of requests from
+	// trusted reverse proxies from that header (clientaddr.go).
+	TrustedProxy TrustedProxy
 }
 
 // Gateway is the gateway's HTTP handler.
@@ -71,7 +74,7 @@ func New(cfg Config) *Gateway {
 	r.HEAD("/", ui)
 	r.GET("/assets/*file", ui)
 	r.GET("/metrics", serveMetrics(cfg.Kernel, cfg.MetricsPublic, sessions))
-	return &Gateway{Handler: cfg.Hosts.Wrap(r), rpc: rpc}
+	return &Gateway{Handler: cfg.Hosts.Wrap(cfg.TrustedProxy.wrap(r)), rpc: rpc}
 }
 
 func init() { gin.SetMode(gin.ReleaseMode) }

@@ -42,18 +42,16 @@ func (p *Public) Signup(ctx context.Context, username, password string) (string,
 	if err := validPassword(password); err != nil {
 		return "", err
 	}
-	at, err := k.guards.begin(ctx, "signup", "")
-	if err != nil {
+	if err := k.guards.signup(ctx); err != nil {
 		return "", err
 	}
-	pw, err := k.hashPassword(password)
+	pw, err := k.hashPassword(ctx, password)
 	if err != nil {
 		return "", err
 	}
 	u := store.User{ID: store.NewID("u"), Name: username, Password: pw, Created: time.Now().UTC()}
 	if err := k.st.CreateUser(ctx, u); err != nil {
 		if errors.Is(err, store.ErrConflict) {
-			at.failed() // probing for names
 			return "", fail(CodeConflict, "signup: username %q is taken; pick another", username)
 		}
 		return "", wrapErr(err, "signup")
@@ -61,22 +59,20 @@ func (p *Public) Signup(ctx context.Context, username, password string) (string,
 	return k.newSession(ctx, u.ID)
 }
 
-// Login checks a password and returns a new session token.
+// Login checks a password and returns a new session token. An unknown username costs the
+// same one password hash as a wrong password and gets the same answer.
 func (p *Public) Login(ctx context.Context, username, password string) (string, error) {
 	k := p.k
-	at, err := k.guards.begin(ctx, "login", username)
-	if err != nil {
+	if err := validUsername(username); err != nil {
 		return "", err
 	}
 	u, err := k.st.UserByName(ctx, username)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return "", wrapErr(err, "login")
 	}
-	if !k.verifyPassword(u.Password, password) || err != nil {
-		at.failed()
-		return "", fail(CodeUnauthorized, "login: wrong username or password")
+	if err := k.passwordAttempt(ctx, "login", username, u.Password, password, "wrong username or password"); err != nil {
+		return "", err
 	}
-	at.succeeded()
 	return k.newSession(ctx, u.ID)
 }
 
@@ -89,22 +85,15 @@ func (p *Public) Authenticate(ctx context.Context, token string) (*Authed, error
 	return &Authed{k: p.k, p: pr}, nil
 }
 
-// authenticateAt authenticates a token presented from addr under the rate limits of failed
-// attempts.
+// authenticateAt authenticates a token presented from addr. A refused token counts against
+// addr, and while addr must wait, refused tokens get the wait; a valid token never waits.
 func (k *Kernel) authenticateAt(ctx context.Context, token, addr string) (*principal, error) {
-	at, err := k.guards.beginAt(addr, "authenticate", "")
-	if err != nil {
-		return nil, err
-	}
 	pr, err := k.authenticate(ctx, token)
-	if err != nil {
-		var ke *Error
-		if errors.As(err, &ke) && ke.Code == CodeUnauthorized {
-			at.failed()
-		}
-		return nil, err
+	var ke *Error
+	if errors.As(err, &ke) && ke.Code == CodeUnauthorized {
+		return nil, k.guards.badToken(addr, err)
 	}
-	return pr, nil
+	return pr, err
 }
 
 // newSession stores and returns a fresh session token for user id.

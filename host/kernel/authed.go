@@ -45,22 +45,19 @@ func (a *Authed) ChangePassword(ctx context.Context, old, new string) error {
 	if err := a.userOnly("changePassword"); err != nil {
 		return err
 	}
-	at, err := a.k.guards.begin(ctx, "change password", a.p.username)
-	if err != nil {
+	if err := validPassword(new); err != nil {
 		return err
 	}
 	u, err := a.k.st.User(ctx, a.p.userID)
 	if err != nil {
 		return wrapErr(err, "change password")
 	}
-	if len(u.Password) == 0 && old != "" || len(u.Password) > 0 && !a.k.verifyPassword(u.Password, old) {
-		at.failed()
-		return fail(CodeUnauthorized, "change password: the old password is wrong")
+	if len(u.Password) > 0 || old != "" {
+		if err := a.k.passwordAttempt(ctx, "change password", u.Name, u.Password, old, "the old password is wrong"); err != nil {
+			return err
+		}
 	}
-	if err := validPassword(new); err != nil {
-		return err
-	}
-	if u.Password, err = a.k.hashPassword(new); err != nil {
+	if u.Password, err = a.k.hashPassword(ctx, new); err != nil {
 		return err
 	}
 	return wrapErr(a.k.st.PutUser(ctx, u), "change password")

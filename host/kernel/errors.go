@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"atelier/host/auth"
 	"atelier/host/quota"
 	"atelier/host/runtime"
 	"atelier/host/runtime/wit"
@@ -28,7 +29,8 @@ const (
 	// not run; a routed workspace (cluster.go) retries it there by itself.
 	CodeMoved Code = "MOVED"
 	// CodeUnavailable: the node running the workspace stopped during the call, so its outcome
-	// is unknown; open the workspace again.
+	// is unknown; open the workspace again. Also: the server is too busy checking passwords,
+	// or the caller's address has no signups left; try again later.
 	CodeUnavailable Code = "UNAVAILABLE"
 	// CodeResourceExhausted: a quota or a size bound refused the call (the message names
 	// which, its value and who can raise it); nothing it would have done happened.
@@ -97,6 +99,8 @@ func codeOf(err error) Code {
 		return CodeFailedPrecondition
 	case errors.Is(err, store.ErrOwnedElsewhere):
 		return CodeMoved
+	case errors.Is(err, auth.ErrBusy):
+		return CodeUnavailable
 	}
 	return CodeInternal
 }

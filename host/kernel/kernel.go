@@ -66,6 +66,20 @@ type Config struct {
 	Version string
 	// Password are the argon2id parameters of new password hashes (zero: auth.DefaultParams).
 	Password auth.Params
+	// HashLimit is the most password hashes (login, signup, changePassword) that run at once
+	// (0: auth.HashLimit(Password), from the CPUs and the available memory); each takes
+	// Password.MemoryKiB while it runs.
+	HashLimit int
+	// HashWait is the longest a password check waits for a free hash slot (2 s); then, or
+	// when 4×HashLimit checks wait already, it fails with UNAVAILABLE.
+	HashWait time.Duration
+	// HashHook, if set, is called in each password hash's slot just before the hash runs
+	// (tests count and hold hashes with it).
+	HashHook func()
+	// SignupBurst is how many signups one remote address may make at once (10).
+	SignupBurst int
+	// SignupEvery is how often an address that used its burst may sign up again (6 minutes).
+	SignupEvery time.Duration
 	// SessionTTL is how long a login or signup token lives (30 days).
 	SessionTTL time.Duration
 	// SignupsDisabled refuses signup(): only the bootstrap admin exists, which suits a
@@ -148,6 +162,7 @@ type Kernel struct {
 	checked  checkedSet // code and grants that passed checkCode
 	surfaces surfaces   // the RPC surfaces of code versions
 	guards   guards
+	hasher   *auth.Hasher // runs every password hash
 	gks      gatekeepers
 	vault    vaultKey
 	sched    scheduler
@@ -174,7 +189,8 @@ type Kernel struct {
 // New returns a kernel over cfg's runtime and store.
 func New(cfg Config) *Kernel {
 	cfg = cfg.withDefaults()
-	k := &Kernel{cfg: cfg, log: cfg.Logger, st: cfg.Store, hub: newHub(cfg.Logger), guards: newGuards(cfg.Now), overseers: map[store.WorkspaceID]*overseer{}, gks: gatekeepers{gks: map[string]*gatekeeper.Gatekeeper{}}, metrics: newCallMetrics()}
+	k := &Kernel{cfg: cfg, log: cfg.Logger, st: cfg.Store, hub: newHub(cfg.Logger), guards: newGuards(cfg), overseers: map[store.WorkspaceID]*overseer{}, gks: gatekeepers{gks: map[string]*gatekeeper.Gatekeeper{}}, metrics: newCallMetrics()}
+	k.hasher = auth.NewHasher(auth.HasherConfig{Params: cfg.Password, Limit: cfg.HashLimit, Wait: cfg.HashWait, Hook: cfg.HashHook})
 	k.code = newCodeCache(k)
 	k.startScheduler()
 	return k

@@ -1,14 +1,16 @@
 package kernel
 
 import (
+	"context"
 	"encoding/json"
 
 	"atelier/host/auth"
 )
 
-// hashPassword encodes a salted argon2id hash of password for the store.
-func (k *Kernel) hashPassword(password string) (json.RawMessage, error) {
-	h, err := auth.HashPassword(password, k.cfg.Password)
+// hashPassword encodes a salted argon2id hash of password for the store. It waits for a free
+// hash slot (Config.HashLimit) and fails with UNAVAILABLE when none frees up in time.
+func (k *Kernel) hashPassword(ctx context.Context, password string) (json.RawMessage, error) {
+	h, err := k.hasher.Hash(ctx, password)
 	if err != nil {
 		return nil, wrapErr(err, "hash password")
 	}
@@ -19,14 +21,35 @@ func (k *Kernel) hashPassword(password string) (json.RawMessage, error) {
 	return b, nil
 }
 
-// verifyPassword checks password against a stored hash. Without a hash (unknown user, or a
-// user without password) it still spends one hash's time, so that timing tells nothing.
-func (k *Kernel) verifyPassword(stored json.RawMessage, password string) bool {
+// checkPassword reports whether password matches a stored hash, in a hash slot like
+// hashPassword. Without a hash (unknown user, or a user without password) it costs the same
+// one hash and matches nothing, so that timing tells nothing.
+func (k *Kernel) checkPassword(ctx context.Context, stored json.RawMessage, password string) (bool, error) {
 	var h auth.PasswordHash
-	if len(stored) == 0 || json.Unmarshal(stored, &h) != nil {
-		dummy, _ := auth.HashPassword(password, k.cfg.Password)
-		dummy.Verify(password + "x")
-		return false
+	if len(stored) > 0 && json.Unmarshal(stored, &h) != nil {
+		h = auth.PasswordHash{}
 	}
-	return h.Verify(password)
+	return k.hasher.Verify(ctx, h, password)
+}
+
+// passwordAttempt checks password against the stored hash of username's account (nil: none,
+// or an unknown username) for the caller, under the guards: it fails with UNAUTHORIZED while
+// the caller must wait ("too many failed attempts", before any hash), or with the message
+// wrong when the password does not match.
+func (k *Kernel) passwordAttempt(ctx context.Context, what, username string, stored json.RawMessage, password, wrong string) error {
+	at, err := k.guards.begin(ctx, what, username)
+	if err != nil {
+		return err
+	}
+	ok, err := k.checkPassword(ctx, stored, password)
+	if err != nil {
+		at.cancel()
+		return wrapErr(err, "%s", what)
+	}
+	if !ok {
+		at.failed()
+		return fail(CodeUnauthorized, "%s: %s", what, wrong)
+	}
+	at.succeeded()
+	return nil
 }
