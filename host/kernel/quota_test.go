@@ -162,3 +162,37 @@ func TestParallelCreatesDoNotOvershoot(t *testing.T) {
 		t.Fatalf("%d gadgets after 16 parallel creates, want the quota's 5", n)
 	}
 }
+
+// TestQuotaUsageIsReported: workspace.metrics() gives the calling user's use of each user
+// quota against its limit, and /metrics the host quotas' limits (as set) and use.
+func TestQuotaUsageIsReported(t *testing.T) {
+	s := startServer(t, filepath.Join(t.TempDir(), "a.db"))
+	adm, tok := admin(t, s)
+	await(t, adm.Call(ctx, "setQuota", "gadgets", 7))
+	await(t, adm.Call(ctx, "setQuota", "host_memory", 1<<30))
+	ws := s.user(t, "ada").Call(ctx, "createWorkspace", "home")
+	code := probe(t)
+	await(t, ws.Call(ctx, "createGadget", "a", code, probeGrants))
+	got := map[string][2]float64{}
+	for _, q := range await(t, ws.Call(ctx, "metrics")).(map[string]any)["quotas"].([]any) {
+		m := q.(map[string]any)
+		if m["scope"] == "user" {
+			got[m["name"].(string)] = [2]float64{m["used"].(float64), m["limit"].(float64)}
+		}
+	}
+	want := map[string][2]float64{"workspaces": {1, 50}, "gadgets": {1, 7}, "accounts": {0, 50}, "agents": {0, 50}, "schedules": {0, 100}, "stored_bytes": {float64(len(code)), 1 << 30}}
+	if len(got) != len(want) {
+		t.Fatalf("metrics().quotas of the user quotas: %v, want %v", got, want)
+	}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("metrics().quotas %s: used, limit %v, want %v", name, got[name], w)
+		}
+	}
+	_, body := getMetrics(t, s, tok)
+	for _, line := range []string{`atelier_quota_limit{quota="host_memory"} 1.073741824e+09`, `atelier_quota_used{quota="host_memory"} 0`} {
+		if !strings.Contains(body, line+"\n") {
+			t.Errorf("/metrics has no line %q", line)
+		}
+	}
+}

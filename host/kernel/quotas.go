@@ -246,3 +246,25 @@ func (a *Authed) SetQuota(ctx context.Context, name string, value *int64) error 
 	k.log.Info("quota changed", "quota", name, "value", q.Format(q.Get(k.limits())))
 	return nil
 }
+
+// hostUsage returns what the whole server uses of each host quota, by quota name. Guest
+// memory (host_memory) is not measured yet: it reads 0 until the runtime reports it.
+func (k *Kernel) hostUsage() map[string]int64 {
+	return map[string]int64{"host_memory": 0}
+}
+
+// userQuotaUsage returns user's use of each user quota against its limit.
+func (k *Kernel) userQuotaUsage(ctx context.Context, user string) ([]QuotaUsage, error) {
+	used, err := k.st.UserUsage(ctx, user)
+	if err != nil {
+		return nil, wrapErr(err, "count what the user owns")
+	}
+	lim := k.limits()
+	var out []QuotaUsage
+	for _, q := range quota.Infos {
+		if q.Scope == quota.User {
+			out = append(out, QuotaUsage{Name: q.Name, Scope: q.Scope, Used: q.Raw(used), Limit: q.Get(lim)})
+		}
+	}
+	return out, nil
+}
