@@ -193,11 +193,8 @@ func unit(q quota.Info) string {
 }
 
 // GetQuotas lists every quota with its value in force and its default (admin only).
-func (a *Authed) GetQuotas(ctx context.Context) ([]QuotaInfo, error) {
+func (a *Authed) GetQuotas() ([]QuotaInfo, error) {
 	if err := a.adminOnly("getQuotas"); err != nil {
-		return nil, err
-	}
-	if err := a.k.loadQuotas(ctx); err != nil {
 		return nil, err
 	}
 	lim, def := a.k.limits(), a.k.cfg.Quotas.Effective()
