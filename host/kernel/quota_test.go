@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"atelier/capnweb"
+	"atelier/host/quota"
 	"atelier/sdk/guesttest"
 )
 
@@ -195,4 +196,17 @@ func TestQuotaUsageIsReported(t *testing.T) {
 			t.Errorf("/metrics has no line %q", line)
 		}
 	}
+}
+
+// TestNoteQuotasReloadsThem: a change written to the store by another node holds once the
+// kernel is told of it (the cluster store's OnQuotas calls NoteQuotas).
+func TestNoteQuotasReloadsThem(t *testing.T) {
+	s := startServer(t, filepath.Join(t.TempDir(), "a.db"))
+	ada := s.user(t, "ada")
+	await(t, ada.Call(ctx, "createWorkspace", "one"))
+	if err := s.db.PutQuotas(ctx, quota.Limits{Workspaces: 1}); err != nil {
+		t.Fatal(err)
+	}
+	s.k.NoteQuotas()
+	refused(t, ada.Call(ctx, "createWorkspace", "two"), "RESOURCE_EXHAUSTED", "quota workspaces exceeded: user ada has 1 of 1")
 }
