@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"sync"
 
 	"atelier/host/capability/kv"
+	"atelier/host/quota"
 	"atelier/host/store"
 )
 
@@ -16,9 +18,9 @@ import (
 // and become one commit when the call ends. Behind the output gate, the next call may start
 // before that commit is durable: the writes of submitted commits stay in an overlay, which
 // reads see before the store, until their commit lands. It also enforces the gadget's storage
-// quota on the bytes of keys plus values, and through stored the user's (stored_bytes): a
-// call's growth is charged to the owner as its writes are accepted and given back if it traps;
-// what it freed is given back when it returns.
+// quota on the bytes of keys plus values, and through charge the owner's (stored_bytes): a
+// call's growth is charged to the workspace's owner as its writes are accepted and given back
+// if it traps; what it freed is given back when it returns.
 //
 // The actor is the only writer of its gadget's state, so txKV also caches the values it read
 // from the store or submitted (bounded by kvCacheBytes): only a miss opens a store read
@@ -186,12 +188,15 @@ func (t *txKV) Batch(ctx context.Context, ops []kv.Op) error {
 		delta += entrySize(op.Key, next) - entrySize(op.Key, cur)
 		after[op.Key] = next
 	}
-	if delta > 0 && t.used+delta > t.quota {
-		return kv.ErrQuota
-	}
 	if delta > 0 {
-		if err := t.charge(ctx, delta); err != nil {
+		if t.used+delta > t.quota {
+			return kv.ErrQuota
+		}
+		var over *quota.ExceededError
+		if err := t.charge(ctx, delta); errors.As(err, &over) {
 			return fmt.Errorf("%w: %w", kv.ErrQuota, err)
+		} else if err != nil {
+			return err
 		}
 		t.grown += delta
 	} else {
