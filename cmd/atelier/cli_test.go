@@ -220,6 +220,13 @@ var serverURLLine = regexp.MustCompile(`(ws://[^\s,()]+/api)\b`)
 // and returns its API URL; the server stops when the test ends.
 func startServer(t *testing.T) string {
 	t.Helper()
+	url, _ := serveOut(t)
+	return url
+}
+
+// serveOut is startServer that also returns what the server printed (its first-run admin token).
+func serveOut(t *testing.T) (string, *lockedBuffer) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errOut lockedBuffer
 	done := make(chan int, 1)
@@ -237,7 +244,7 @@ func startServer(t *testing.T) string {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if m := serverURLLine.FindStringSubmatch(out.String()); m != nil {
-			return m[1]
+			return m[1], &out
 		}
 		select {
 		case code := <-done:

@@ -24,7 +24,8 @@ type command struct {
 	// flags defines the command's flags on fs and returns the action that runs it with the
 	// positional arguments. Nil for a group.
 	flags func(fs *flag.FlagSet) func(ctx context.Context, args []string) error
-	// subcommands makes the command a group: `atelier NAME SUB ...` runs one of them.
+	// subcommands makes the command a group: `atelier NAME SUB ...` runs one of them. A group
+	// with flags runs its own action when no subcommand is named (`atelier admin quota`).
 	subcommands []command
 }
 
@@ -32,7 +33,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		serveCommand(), loginCommand(), logoutCommand(), workspaceCommand(), gadgetCommand(),
-		gatekeeperCommand(), clusterCommand(), execCommand(), inspectCommand(), newCommand(), buildCommand(), bindgenCommand(), versionCommand(),
+		gatekeeperCommand(), clusterCommand(), adminCommand(), execCommand(), inspectCommand(), newCommand(), buildCommand(), bindgenCommand(), versionCommand(),
 	}
 }
 
@@ -83,7 +84,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "atelier: unknown command %q\nRun 'atelier help' for the list of commands.\n", args[0])
 		return 2
 	}
-	if c.subcommands != nil {
+	if c.subcommands != nil && c.flags == nil {
 		if len(rest) > 0 && rest[0] != "-h" && rest[0] != "--help" {
 			fmt.Fprintf(stderr, "atelier %s: unknown subcommand %q\n\n", path, rest[0])
 			printCommandHelp(stderr, path, *c)
@@ -198,7 +199,7 @@ Run 'atelier help <command>' or 'atelier <command> --help' for a command's flags
 }
 
 func printCommandHelp(w io.Writer, path string, c command) {
-	if c.subcommands != nil {
+	if c.subcommands != nil && c.flags == nil {
 		fmt.Fprintf(w, "Usage: atelier %s <subcommand> [flags] [arguments]\n\n%s\n\nSubcommands:\n", path, c.details)
 		for _, s := range c.subcommands {
 			fmt.Fprintf(w, "  %-10s %s\n", s.name, s.summary)
@@ -207,6 +208,12 @@ func printCommandHelp(w io.Writer, path string, c command) {
 		return
 	}
 	fmt.Fprintf(w, "Usage: atelier %s %s\n\n%s\n", path, c.usage, c.details)
+	if c.subcommands != nil {
+		fmt.Fprint(w, "\nSubcommands:\n")
+		for _, s := range c.subcommands {
+			fmt.Fprintf(w, "  %-10s %s\n", s.name, s.summary)
+		}
+	}
 	fs := flag.NewFlagSet(path, flag.ContinueOnError)
 	c.flags(fs)
 	hasFlags := false

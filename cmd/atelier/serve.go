@@ -209,6 +209,7 @@ func serve(ctx context.Context, o serveOptions) error {
 	defer k.Close()
 	if member != nil {
 		member.Store().OnRevoke(k.NoteRevocation)
+		member.Store().OnQuotas(k.NoteQuotas)
 		if err := member.Serve(k.PeerMain, capnweb.Options{}); err != nil {
 			return err
 		}

@@ -171,18 +171,25 @@ func (s *Store) decodeMsg(seq uint64, data []byte) (entry, error) {
 	return e, nil
 }
 
-// applyEntry applies an entry other than a commit, and tells the kernel about revocations.
-// Every replica gets the same result for it, since the replicas apply the same entries in the
-// same order.
+// applyEntry applies an entry other than a commit, and tells the kernel about revocations
+// and changed quotas. Every replica gets the same result for it, since the replicas apply the
+// same entries in the same order.
 func (s *Store) applyEntry(seq uint64, e entry) result {
 	r := s.apply(seq, e)
-	if r.err == nil && (e.Op == opDeleteToken || e.Op == opDeleteAgent) {
-		s.mu.Lock()
-		fns := s.onRevoke
-		s.mu.Unlock()
-		for _, fn := range fns {
-			go fn()
-		}
+	if r.err != nil {
+		return r
+	}
+	var fns []func()
+	s.mu.Lock()
+	switch e.Op {
+	case opDeleteToken, opDeleteAgent:
+		fns = s.onRevoke
+	case opPutQuotas:
+		fns = s.onQuotas
+	}
+	s.mu.Unlock()
+	for _, fn := range fns {
+		go fn()
 	}
 	return r
 }
@@ -228,6 +235,8 @@ func (s *Store) apply(seq uint64, e entry) result {
 		return result{err: db.DeleteAccount(ctx, e.ID)}
 	case opUpdateAccountState:
 		return result{err: db.UpdateAccountState(ctx, e.ID, e.StateOps, e.Quota)}
+	case opPutQuotas:
+		return result{err: db.PutQuotas(ctx, *e.Quotas)}
 	case opRetention:
 		// Between entries no commit of the replica is in flight.
 		db.SetRetention(*e.Retention)

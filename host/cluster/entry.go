@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 
+	"atelier/host/quota"
 	"atelier/host/store"
 )
 
@@ -46,6 +47,7 @@ const (
 	opDeleteAccount      = "deleteAccount"
 	opUpdateAccountState = "updateAccountState"
 	opRetention          = "retention"
+	opPutQuotas          = "putQuotas"
 	opEpoch              = "epoch"
 	opCommit             = "commit"
 	opBlobEntry          = "blobEntry"
@@ -70,6 +72,8 @@ type entry struct {
 	Quota    int64           `json:"quota,omitempty"`
 	// Retention: the retention limits every replica uses from this entry on.
 	Retention *store.Retention `json:"retention,omitempty"`
+	// Quotas: the quotas the admin set (opPutQuotas).
+	Quotas *quota.Limits `json:"quotas,omitempty"`
 	// Blob is the SHA-256 of the bytes in the blob store that go with the entry: a blueprint's
 	// code, a gatekeeper's archive, or (opBlobEntry) the entry itself.
 	Blob string `json:"blob,omitempty"`
@@ -121,6 +125,8 @@ func (e entry) complete() bool {
 		return e.Account != nil
 	case opRetention:
 		return e.Retention != nil
+	case opPutQuotas:
+		return e.Quotas != nil
 	case opEpoch, opCommit:
 		return validWorkspaceID(e.WS)
 	case opBlobEntry:

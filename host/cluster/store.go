@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
+	"atelier/host/quota"
 	"atelier/host/store"
 )
 
@@ -74,6 +75,7 @@ type Store struct {
 	retention  store.Retention                  // the limits in force, as last set in the log
 	held       map[store.WorkspaceID]*lease     // the leases this node holds
 	onRevoke   []func()
+	onQuotas   []func()
 }
 
 var _ store.Store = (*Store)(nil)
@@ -198,6 +200,14 @@ func (s *Store) Applied() uint64 {
 func (s *Store) OnRevoke(fn func()) {
 	s.mu.Lock()
 	s.onRevoke = append(s.onRevoke, fn)
+	s.mu.Unlock()
+}
+
+// OnQuotas registers fn to run, in a goroutine of its own, each time the replica applied an
+// entry that changed the quotas (PutQuotas), whichever node wrote it.
+func (s *Store) OnQuotas(fn func()) {
+	s.mu.Lock()
+	s.onQuotas = append(s.onQuotas, fn)
 	s.mu.Unlock()
 }
 
@@ -594,4 +604,20 @@ func (s *Store) UpdateAccountState(ctx context.Context, account string, ops []st
 // DueSchedules implements store.Store (from the replica, which may lag the log by moments).
 func (s *Store) DueSchedules(ctx context.Context, before time.Time) ([]store.DueSchedule, error) {
 	return s.replica.DueSchedules(ctx, before)
+}
+
+// Quotas implements store.Store (from the replica, which may lag the log by moments; OnQuotas
+// tells when a change arrived).
+func (s *Store) Quotas(ctx context.Context) (quota.Limits, error) {
+	return s.replica.Quotas(ctx)
+}
+
+// PutQuotas implements store.Store.
+func (s *Store) PutQuotas(ctx context.Context, l quota.Limits) error {
+	return s.writeErr(ctx, entry{Op: opPutQuotas, Quotas: &l})
+}
+
+// UserUsage implements store.Store (from the replica, which may lag the log by moments).
+func (s *Store) UserUsage(ctx context.Context, user string) (quota.Limits, error) {
+	return s.replica.UserUsage(ctx, user)
 }

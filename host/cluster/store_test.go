@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"atelier/host/quota"
 	"atelier/host/store"
 )
 
@@ -529,6 +530,30 @@ func TestRetentionIsTheSameOnEveryReplica(t *testing.T) {
 		a, err := replicaWorkspace(t, m.store, ws).Audit(100)
 		if err != nil || len(a) != 3 || a[0].Action != "4" {
 			t.Errorf("%s keeps audit %+v (%v), want the newest 3", m.node.Name(), a, err)
+		}
+	}
+}
+
+func TestQuotasReachEveryNode(t *testing.T) {
+	ms := testStores(t, 3)
+	ctx := testCtx(t)
+	changed := make(chan struct{}, 4)
+	ms[2].store.OnQuotas(func() { changed <- struct{}{} })
+	want := quota.Limits{Workspaces: 2, HostMemory: quota.Unlimited}
+	if err := ms[0].store.PutQuotas(ctx, want); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-changed:
+	case <-ctx.Done():
+		t.Fatal("n3 was not told of the new quotas")
+	}
+	for _, m := range ms {
+		if err := m.store.barrier(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := m.store.Quotas(ctx); err != nil || got != want {
+			t.Errorf("%s: quotas %+v, %v, want %+v", m.node.Name(), got, err, want)
 		}
 	}
 }

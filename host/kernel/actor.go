@@ -136,13 +136,21 @@ func (a *actor) load(ctx context.Context, g store.Gadget) {
 		a.loadErr = wrapErr(err, "load gadget %s", g.Name)
 		return
 	}
+	meta, err := a.ov.snapshot()
+	if err != nil {
+		a.loadErr = wrapErr(err, "load gadget %s", g.Name)
+		return
+	}
+	owner := meta.Owner
 	prog, err := k.code.acquire(ctx, v.SHA256)
 	if err != nil {
 		a.loadErr = wrapErr(err, "load gadget %s", g.Name)
 		return
 	}
 	a.sha, a.prog = v.SHA256, prog
-	a.kv = newTxKV(a.ov.ws, g.ID, k.cfg.GadgetQuota, used)
+	a.kv = newTxKV(a.ov.ws, g.ID, k.cfg.GadgetQuota, used,
+		func(ctx context.Context, n int64) error { return k.addStored(ctx, owner, n) },
+		func(n int64) { k.freeStored(owner, n) })
 	a.chain = a.ov.ws.Chain()
 	bind := map[string]any{
 		kv.Grant:      a.kv,

@@ -6,6 +6,7 @@ import (
 
 	"atelier/capnweb"
 	"atelier/host/auth"
+	"atelier/host/quota"
 	"atelier/host/store"
 )
 
@@ -118,10 +119,11 @@ func (a *Authed) CreateWorkspace(ctx context.Context, name string) (any, error) 
 		return nil, err
 	}
 	w := store.Workspace{ID: store.WorkspaceID(store.NewID("ws")), Name: name, Owner: a.p.userID, Created: time.Now().UTC()}
-	if err := a.k.st.CreateWorkspace(ctx, w); err != nil {
+	err := a.k.charge(ctx, a.p.userID, quota.Limits{Workspaces: 1}, func() error { return a.k.st.CreateWorkspace(ctx, w) })
+	if err != nil {
 		return nil, wrapErr(err, "create workspace")
 	}
-	err := a.k.withOverseer(ctx, w.ID, func(ov *overseer) error {
+	err = a.k.withOverseer(ctx, w.ID, func(ov *overseer) error {
 		return ov.audit(ctx, a.p, "workspace.create", string(w.ID), name)
 	})
 	if err != nil {
@@ -217,7 +219,10 @@ func (a *Authed) CreateAgent(ctx context.Context, name string, scope store.Agent
 	}
 	now := time.Now().UTC()
 	ag := store.Agent{ID: store.NewID("ag"), Owner: a.p.userID, Name: name, Scope: scope, Created: now, TokenHash: hash}
-	if err := a.k.st.PutAgent(ctx, ag, store.Token{Hash: hash, UserID: a.p.userID, AgentID: ag.ID, Created: now}); err != nil {
+	err = a.k.charge(ctx, a.p.userID, quota.Limits{Agents: 1}, func() error {
+		return a.k.st.PutAgent(ctx, ag, store.Token{Hash: hash, UserID: a.p.userID, AgentID: ag.ID, Created: now})
+	})
+	if err != nil {
 		return nil, wrapErr(err, "create agent")
 	}
 	return map[string]any{"id": ag.ID, "token": tok}, nil

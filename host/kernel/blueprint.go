@@ -12,6 +12,7 @@ import (
 	"slices"
 	"time"
 
+	"atelier/host/quota"
 	"atelier/host/store"
 )
 
@@ -63,7 +64,7 @@ func (w *Workspace) PublishBlueprint(ctx context.Context, gadget, title, descrip
 		if bp.Bindings == nil {
 			bp.Bindings = []string{}
 		}
-		if err := w.k.st.PutBlueprint(ctx, bp, code); err != nil {
+		if err := w.k.putBlueprint(ctx, bp, code); err != nil {
 			return err
 		}
 		return ov.audit(ctx, w.p, "blueprint.publish", rec.Name, bp.ID+" "+title)
@@ -72,6 +73,11 @@ func (w *Workspace) PublishBlueprint(ctx context.Context, gadget, title, descrip
 		return "", wrapErr(err, "publish blueprint")
 	}
 	return bp.ID, nil
+}
+
+// putBlueprint stores a blueprint of its owner's, within the owner's stored_bytes quota.
+func (k *Kernel) putBlueprint(ctx context.Context, bp store.Blueprint, code []byte) error {
+	return k.charge(ctx, bp.Owner, quota.Limits{StoredBytes: int64(len(code))}, func() error { return k.st.PutBlueprint(ctx, bp, code) })
 }
 
 // ListBlueprints lists the caller's blueprints (an agent sees its owner's).
@@ -198,7 +204,7 @@ func (w *Workspace) ImportBlueprint(ctx context.Context, archive []byte) (string
 		}
 		bp := store.Blueprint{ID: store.NewID("bp"), Owner: w.p.userID, Title: m.Title, Description: m.Description,
 			Grants: m.Grants, Bindings: m.Bindings, SHA256: sha, Size: len(code), Created: time.Now().UTC()}
-		if err := w.k.st.PutBlueprint(ctx, bp, code); err != nil {
+		if err := w.k.putBlueprint(ctx, bp, code); err != nil {
 			return err
 		}
 		id = bp.ID

@@ -9,6 +9,7 @@ import (
 
 	"atelier/host/gatekeeper"
 	"atelier/host/gatekeeper/vault"
+	"atelier/host/quota"
 	"atelier/host/store"
 )
 
@@ -102,7 +103,7 @@ func (a *Authed) ConnectAccount(ctx context.Context, gatekeeperID, resource stri
 	for name, secret := range credentials {
 		acct.Sealed[name] = box.Seal([]byte(secret), sealContext(acct.ID, name))
 	}
-	if err := k.st.PutAccount(ctx, acct); err != nil {
+	if err := k.charge(ctx, a.p.userID, quota.Limits{Accounts: 1}, func() error { return k.st.PutAccount(ctx, acct) }); err != nil {
 		return AccountInfo{}, wrapErr(err, "connect account")
 	}
 	return AccountInfo{ID: acct.ID, Gatekeeper: gatekeeperID, Name: m.Name, Resource: resource, Kind: grant.Kind, Created: acct.Created}, nil

@@ -40,6 +40,16 @@ var probeManifest = gatekeeper.Manifest{
 		Egress: []string{"http://127.0.0.1:9/api/notebooks/:notebook"}}},
 }
 
+// probeArchive packs the probe gatekeeper with probeManifest.
+func probeArchive(t *testing.T) []byte {
+	t.Helper()
+	archive, err := gatekeeper.Pack(probeManifest, guesttest.Bytes(t, "tests/gatekeeper/guests/probe"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return archive
+}
+
 // TestListGatekeeperBindings: the members of a workspace (use role included) list its
 // gadgets' gatekeeper bindings with the account's owner and gatekeeper, and those with the
 // build role the account's resource; an agent sees only the gadgets in its scope and may not
@@ -54,11 +64,7 @@ func TestListGatekeeperBindings(t *testing.T) {
 		t.Fatal(err)
 	}
 	admin := s.dial(t).Call(ctx, "authenticate", tok)
-	archive, err := gatekeeper.Pack(probeManifest, guesttest.Bytes(t, "tests/gatekeeper/guests/probe"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gk := await(t, admin.Call(ctx, "installGatekeeper", archive)).(map[string]any)["id"].(string)
+	gk := await(t, admin.Call(ctx, "installGatekeeper", probeArchive(t))).(map[string]any)["id"].(string)
 
 	ada := s.user(t, "ada")
 	acct := await(t, ada.Call(ctx, "connectAccount", gk, "http://127.0.0.1:9/notebooks/work", map[string]any{"token": "secret-1"})).(map[string]any)["id"].(string)

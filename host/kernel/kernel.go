@@ -167,8 +167,12 @@ type Kernel struct {
 	vault    vaultKey
 	sched    scheduler
 	metrics  *callMetrics // gadget call metrics (metrics.go)
-	// quotas holds the quotas in force (quotas.go): Config.Quotas with the admin's changes.
-	quotas atomic.Pointer[quota.Limits]
+	// quotas holds the quotas in force (quotas.go): Config.Quotas with the admin's changes;
+	// quotaMu orders their loads and changes. users keeps the per-user state of the user
+	// quotas.
+	quotas  atomic.Pointer[quota.Limits]
+	quotaMu sync.Mutex
+	users   users
 	// subHolders shares the lease lookups of routed subscriptions (cluster mode).
 	subHolders holderCache
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"atelier/host/metrics"
+	"atelier/host/quota"
 	"atelier/host/store"
 )
 
@@ -94,6 +95,17 @@ type WorkspaceMetrics struct {
 	UptimeSeconds float64 `json:"uptimeSeconds"`
 	// Gadgets are the caller's gadgets of the workspace, in name order.
 	Gadgets []GadgetMetrics `json:"gadgets"`
+	// Quotas are the calling user's use of the user quotas and the workspace's of the
+	// workspace quotas, each against its limit.
+	Quotas []QuotaUsage `json:"quotas"`
+}
+
+// QuotaUsage is the use of one quota against its limit (-1: unlimited).
+type QuotaUsage struct {
+	Name  string      `json:"name"`
+	Scope quota.Scope `json:"scope"`
+	Used  int64       `json:"used"`
+	Limit int64       `json:"limit"`
 }
 
 // GadgetMetrics are one gadget's call metrics since the server started. Latencies are in
@@ -134,7 +146,11 @@ func (w *Workspace) Metrics(ctx context.Context) (out WorkspaceMetrics, err erro
 		}
 		return nil
 	})
+	if err != nil {
+		return out, err
+	}
 	out.UptimeSeconds = time.Since(w.k.metrics.start).Seconds()
+	out.Quotas, err = w.k.userQuotaUsage(ctx, w.p.userID)
 	return out, err
 }
 
@@ -200,6 +216,19 @@ func (k *Kernel) WriteMetrics(t *metrics.TextWriter) {
 	t.Sample("atelier_gadget_instances_live", nil, float64(live))
 	t.Family("atelier_subscriptions", metrics.Gauge, "Live event and console subscriptions of clients, UIs and agents.")
 	t.Sample("atelier_subscriptions", nil, float64(k.hub.count()))
+	lim, used := k.limits(), k.hostUsage()
+	t.Family("atelier_quota_limit", metrics.Gauge, "The value of each host-wide quota (-1: unlimited); atelier admin quota changes it.")
+	for _, q := range quota.Infos {
+		if q.Scope == quota.Host {
+			t.Sample("atelier_quota_limit", []metrics.Label{{Name: "quota", Value: q.Name}}, float64(q.Get(lim)))
+		}
+	}
+	t.Family("atelier_quota_used", metrics.Gauge, "What the whole server uses of each host-wide quota.")
+	for _, q := range quota.Infos {
+		if q.Scope == quota.Host {
+			t.Sample("atelier_quota_used", []metrics.Label{{Name: "quota", Value: q.Name}}, float64(used[q.Name]))
+		}
+	}
 	if k.cfg.Cluster != nil {
 		k.cfg.Cluster.WriteMetrics(t)
 	}

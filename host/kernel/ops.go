@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"atelier/host/auth"
+	"atelier/host/quota"
 	"atelier/host/store"
 )
 
@@ -69,11 +70,13 @@ func (ov *overseer) createGadget(ctx context.Context, p *principal, name string,
 		clientSHA, muts := versionClient(&g, client)
 		g.Versions = []store.Version{{Number: 1, SHA256: sha, Size: len(code), Client: clientSHA, Created: now}}
 		muts = append(muts, store.PutCode(code), store.PutGadget(g), auditEntry(p, "gadget.create", name, detail))
-		if err := ov.commit(ctx, muts...); err != nil {
-			return err
-		}
-		ov.setGadget(g)
-		return nil
+		return ov.k.charge(ctx, ov.meta.Owner, quota.Limits{Gadgets: 1, StoredBytes: int64(len(code))}, func() error {
+			if err := ov.commit(ctx, muts...); err != nil {
+				return err
+			}
+			ov.setGadget(g)
+			return nil
+		})
 	})
 	if err != nil {
 		return store.Gadget{}, wrapErr(err, "create gadget %s", name)
@@ -139,6 +142,9 @@ func (ov *overseer) deploy(ctx context.Context, p *principal, id store.GadgetID,
 			if _, err := ov.k.checkCode(ctx, code, usable); err != nil {
 				return nil, "", err
 			}
+		}
+		if err := ov.k.addStored(ctx, ov.meta.Owner, int64(len(code))); err != nil {
+			return nil, "", err
 		}
 		next := g.Versions[len(g.Versions)-1].Number + 1
 		clientSHA, muts := versionClient(g, client)
@@ -256,6 +262,7 @@ func (ov *overseer) deleteGadget(ctx context.Context, p *principal, id store.Gad
 			ov.gadgets[o.ID] = o
 		}
 		ov.mu.Unlock()
+		ov.k.forgetStored(ov.meta.Owner)
 		return nil
 	})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"atelier/host/quota"
 	"atelier/host/store"
 )
 
@@ -333,7 +334,13 @@ func (w *Workspace) Schedule(ctx context.Context, gadget, method string, args []
 		if len(all) >= maxSchedules {
 			return fail(CodeFailedPrecondition, "schedule: workspace %s has %d schedules already (the most)", w.id, len(all))
 		}
-		return ov.write(ctx, store.PutSchedule(s), auditEntry(w.p, "schedule.create", rec.Name, fmt.Sprintf("%s %s next %s", s.ID, method, next.Format(time.RFC3339))))
+		meta, err := ov.snapshot()
+		if err != nil {
+			return err
+		}
+		return w.k.charge(ctx, meta.Owner, quota.Limits{Schedules: 1}, func() error {
+			return ov.write(ctx, store.PutSchedule(s), auditEntry(w.p, "schedule.create", rec.Name, fmt.Sprintf("%s %s next %s", s.ID, method, next.Format(time.RFC3339))))
+		})
 	})
 	if err != nil {
 		return nil, wrapErr(err, "schedule %s.%s", gadget, method)

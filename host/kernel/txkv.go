@@ -2,12 +2,15 @@ package kernel
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
 	"sync"
 
 	"atelier/host/capability/kv"
+	"atelier/host/quota"
 	"atelier/host/store"
 )
 
@@ -15,7 +18,9 @@ import (
 // and become one commit when the call ends. Behind the output gate, the next call may start
 // before that commit is durable: the writes of submitted commits stay in an overlay, which
 // reads see before the store, until their commit lands. It also enforces the gadget's storage
-// quota on the bytes of keys plus values.
+// quota on the bytes of keys plus values, and through charge the owner's (stored_bytes): a
+// call's growth is charged to the workspace's owner as its writes are accepted and given back
+// if it traps; what it freed is given back when it returns.
 //
 // The actor is the only writer of its gadget's state, so txKV also caches the values it read
 // from the store or submitted (bounded by kvCacheBytes): only a miss opens a store read
@@ -28,11 +33,17 @@ type txKV struct {
 	ws    store.WorkspaceStore
 	g     store.GadgetID
 	quota int64
+	// charge and free change the bytes the workspace's owner stores (Kernel.addStored and
+	// Kernel.freeStored).
+	charge func(ctx context.Context, n int64) error
+	free   func(n int64)
 
 	pending map[string][]byte // this call's writes: key -> value; nil value: deleted
 	sizes   map[string]int    // key -> size of its value before this call (-1: absent), for keys this call looked at
 	used    int64             // storage use including every accepted write
 	before  int64             // used when this call began
+	grown   int64             // bytes this call's batches added, charged to the owner
+	shrunk  int64             // bytes this call's batches freed, given back when it returns
 
 	cache      map[string]cached // the latest submitted or stored value of keys read or written
 	cacheBytes int               // what cache holds, by cachedSize
@@ -83,8 +94,8 @@ type overlaid struct {
 
 var _ kv.Store = (*txKV)(nil)
 
-func newTxKV(ws store.WorkspaceStore, g store.GadgetID, quota, used int64) *txKV {
-	return &txKV{ws: ws, g: g, quota: quota, used: used, before: used,
+func newTxKV(ws store.WorkspaceStore, g store.GadgetID, quota, used int64, charge func(context.Context, int64) error, free func(int64)) *txKV {
+	return &txKV{ws: ws, g: g, quota: quota, used: used, before: used, charge: charge, free: free,
 		pending: map[string][]byte{}, sizes: map[string]int{}, cache: map[string]cached{}, overlay: map[string]overlaid{}}
 }
 
@@ -159,7 +170,7 @@ func (t *txKV) Delete(ctx context.Context, key string) error {
 
 // Batch implements kv.Store; the buffer makes it atomic with the rest of the call. The quota
 // is checked against the state after all ops: a batch that would exceed it changes nothing.
-func (t *txKV) Batch(_ context.Context, ops []kv.Op) error {
+func (t *txKV) Batch(ctx context.Context, ops []kv.Op) error {
 	delta := int64(0)
 	after := make(map[string]int, len(ops)) // key -> size after the ops so far
 	for _, op := range ops {
@@ -177,8 +188,19 @@ func (t *txKV) Batch(_ context.Context, ops []kv.Op) error {
 		delta += entrySize(op.Key, next) - entrySize(op.Key, cur)
 		after[op.Key] = next
 	}
-	if delta > 0 && t.used+delta > t.quota {
-		return kv.ErrQuota
+	if delta > 0 {
+		if t.used+delta > t.quota {
+			return kv.ErrQuota
+		}
+		var over *quota.ExceededError
+		if err := t.charge(ctx, delta); errors.As(err, &over) {
+			return fmt.Errorf("%w: %w", kv.ErrQuota, err)
+		} else if err != nil {
+			return err
+		}
+		t.grown += delta
+	} else {
+		t.shrunk -= delta
 	}
 	for _, op := range ops {
 		if op.Delete {
@@ -239,6 +261,7 @@ func (t *txKV) List(_ context.Context, prefix string, limit int) ([]kv.Entry, er
 func (t *txKV) take(seq uint64) []store.Mutation {
 	clear(t.sizes)
 	t.before = t.used
+	t.settle(t.shrunk)
 	if len(t.pending) == 0 {
 		return nil
 	}
@@ -272,6 +295,13 @@ func (t *txKV) discard() {
 	clear(t.pending)
 	clear(t.sizes)
 	t.used = t.before
+	t.settle(t.grown)
+}
+
+// settle ends a call's charges to the owner, giving back n bytes.
+func (t *txKV) settle(n int64) {
+	t.free(n)
+	t.grown, t.shrunk = 0, 0
 }
 
 // landed drops the overlay entries that commit seq (and so every earlier one) made durable.

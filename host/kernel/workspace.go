@@ -98,6 +98,7 @@ func (w *Workspace) Delete(ctx context.Context) error {
 			if err := ov.commit(ctx, store.DeleteWorkspace()); err != nil {
 				return err
 			}
+			w.k.forgetStored(ov.meta.Owner)
 			go ov.stop()
 			return nil
 		})

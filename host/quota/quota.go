@@ -107,6 +107,10 @@ func (q Info) Get(l Limits) int64 {
 	return *q.field(&Defaults)
 }
 
+// Raw returns the quota's field in l as it is (0: unset), with no default: for Limits that
+// tally what is in use (store.Store.UserUsage) or what an operation adds.
+func (q Info) Raw(l Limits) int64 { return *q.field(&l) }
+
 // Set sets the quota's value in l (0 restores the default, Unlimited turns it off).
 func (q Info) Set(l *Limits, v int64) { *q.field(l) = v }
 

@@ -23,6 +23,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"atelier/host/quota"
 )
 
 // Limits of the data model.
@@ -320,6 +322,15 @@ type Store interface {
 
 	// DueSchedules lists every workspace's schedules due at or before before.
 	DueSchedules(ctx context.Context, before time.Time) ([]DueSchedule, error)
+
+	// Quotas returns the quotas the admin set (zero fields: not set); PutQuotas replaces them.
+	Quotas(ctx context.Context) (quota.Limits, error)
+	PutQuotas(ctx context.Context, l quota.Limits) error
+	// UserUsage tallies what user owns in the fields of the user quotas (quota.User): the
+	// workspaces it owns, their gadgets and schedules, its agents and gatekeeper accounts, and
+	// StoredBytes: its workspaces' gadget state and code versions plus its blueprints' code.
+	// It reads the user's own records, not the whole data file.
+	UserUsage(ctx context.Context, user string) (quota.Limits, error)
 
 	Close() error
 }

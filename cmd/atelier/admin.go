@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+
+	"atelier/host/kernel"
+	"atelier/host/quota"
+)
+
+func adminCommand() command {
+	return command{
+		name:    "admin",
+		summary: "change the server's settings as its admin (quotas)",
+		details: `Commands for the server's admin user (the token 'atelier serve' printed on its first run,
+or 'atelier login' as admin). Everyone else is refused.
+
+Examples:
+  atelier admin quota
+  atelier admin quota set stored_bytes 2GiB`,
+		subcommands: []command{adminQuotaCommand()},
+	}
+}
+
+func adminQuotaCommand() command {
+	var names []string
+	for _, q := range quota.Infos {
+		names = append(names, q.Name)
+	}
+	return command{
+		name:    "quota",
+		usage:   "[--server URL] [--json]",
+		summary: "list the quotas in force, or change one with 'set' (admin only)",
+		details: `Lists every quota: its scope (what one user owns, one workspace's live use, or the whole
+server's), the value in force and the default. docs/security.md, "Quotas", says what each bounds.
+
+Examples:
+  atelier admin quota
+  atelier admin quota --json
+  atelier admin quota set gadgets 500
+  atelier admin quota set host_memory unlimited`,
+		subcommands: []command{adminQuotaSetCommand(names)},
+		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
+			server := serverFlag(fs)
+			asJSON := fs.Bool("json", false, "print the quotas as JSON")
+			return func(ctx context.Context, args []string) error {
+				if len(args) != 0 {
+					return usageError{fmt.Sprintf("admin quota takes no arguments (to change one: atelier admin quota set NAME VALUE; the quotas are %s)", strings.Join(names, ", "))}
+				}
+				c, err := connect(ctx, *server)
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				qs, err := await[[]kernel.QuotaInfo](ctx, c, c.api.Call(ctx, "getQuotas"))
+				if err != nil {
+					return err
+				}
+				return printList(stdio(ctx).out, qs, *asJSON, "no quotas", "QUOTA\tSCOPE\tVALUE\tDEFAULT\tBOUNDS", func(q kernel.QuotaInfo) string {
+					info, _ := quota.Lookup(q.Name)
+					return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", q.Name, q.Scope, info.Format(q.Value), info.Format(q.Default), q.About)
+				})
+			}
+		},
+	}
+}
+
+func adminQuotaSetCommand(names []string) command {
+	return command{
+		name:    "set",
+		usage:   "[--server URL] NAME VALUE",
+		summary: "change a quota for the whole server at once (admin only)",
+		details: fmt.Sprintf(`Sets quota NAME to VALUE: a number, a size such as 512MiB or 2GiB for the quotas that
+count bytes, "unlimited", or "default" to restore the default. The change holds from the next
+check on every node and is kept in the data file.
+
+The quotas: %s.
+
+Examples:
+  atelier admin quota set workspaces 100
+  atelier admin quota set stored_bytes 2GiB
+  atelier admin quota set calls_per_second unlimited
+  atelier admin quota set gadgets default`, strings.Join(names, ", ")),
+		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
+			server := serverFlag(fs)
+			return func(ctx context.Context, args []string) error {
+				if len(args) != 2 {
+					return usageError{"want the quota's name and its value"}
+				}
+				q, ok := quota.Lookup(args[0])
+				if !ok {
+					return usageError{fmt.Sprintf("no quota %q; the quotas are %s", args[0], strings.Join(names, ", "))}
+				}
+				v, err := q.Parse(args[1])
+				if err != nil {
+					return usageError{err.Error()}
+				}
+				var value any // null restores the default
+				if v != 0 {
+					value = v
+				}
+				c, err := connect(ctx, *server)
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				if _, err := await[any](ctx, c, c.api.Call(ctx, "setQuota", q.Name, value)); err != nil {
+					return err
+				}
+				shown := q.Format(v)
+				if v == 0 {
+					shown = "its default"
+				}
+				fmt.Fprintf(stdio(ctx).out, "quota %s set to %s\n", q.Name, shown)
+				return nil
+			}
+		},
+	}
+}
