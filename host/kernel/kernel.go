@@ -152,6 +152,7 @@ type Kernel struct {
 	vault    vaultKey
 	sched    scheduler
 	metrics  *callMetrics // gadget call metrics (metrics.go)
+	gov      governor     // the memory live instances hold (budget.go)
 	// quotas holds the quotas in force (quotas.go): Config.Quotas with the admin's changes.
 	quotas atomic.Pointer[quota.Limits]
 	// subHolders shares the lease lookups of routed subscriptions (cluster mode).
