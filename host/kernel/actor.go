@@ -91,7 +91,8 @@ func (ov *overseer) actor(ctx context.Context, id store.GadgetID) (*actor, error
 	return a, nil
 }
 
-// newActor registers an actor for gadget id (unless another call just did) and loads it.
+// newActor registers an actor for gadget id (unless another call just did) and loads it,
+// within the workspace's live_instances (admitActor).
 func (ov *overseer) newActor(ctx context.Context, id store.GadgetID) (*actor, error) {
 	ov.mu.Lock()
 	for {
