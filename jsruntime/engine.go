@@ -83,6 +83,10 @@ type Limits struct {
 	// Stack caps the JavaScript stack in bytes (default DefaultStack, at most MaxStack): deeper
 	// recursion throws a catchable InternalError.
 	Stack int
+	// Account, when set, shares memory out between the instance and others
+	// (runtime.InstanceConfig.Account): it may lower the instance's memory cap call by call,
+	// or refuse a call.
+	Account runtime.MemoryAccount
 }
 
 // Defaults and maxima of Limits.

@@ -61,7 +61,7 @@ func failure(err error, maps map[string]*sourceMap, lim Limits) error {
 	case errors.Is(te, runtime.ErrDeadline):
 		return fmt.Errorf("%w: it ran past its deadline of %v: %w", ErrStopped, lim.Timeout, err)
 	case errors.Is(te, runtime.ErrMemory):
-		return fmt.Errorf("%w: it exceeded its memory cap of %d bytes: %w", ErrStopped, lim.maxMemory(), err)
+		return fmt.Errorf("%w: it exceeded its memory budget of %d bytes: %w", ErrStopped, lim.maxMemory(), err)
 	}
 	return fmt.Errorf("%w: the engine trapped: %w", ErrStopped, err)
 }

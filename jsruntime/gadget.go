@@ -147,6 +147,7 @@ func (g *Gadget) instance(ctx context.Context) (*runtime.Instance, error) {
 		Name:    g.cfg.Name,
 		Grants:  g.cfg.Grants,
 		Limits:  g.cfg.Limits.runtime(),
+		Account: g.cfg.Limits.Account,
 		Console: g.console,
 		Bind:    g.cfg.Bind,
 	})

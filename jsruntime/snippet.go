@@ -89,6 +89,7 @@ func (e *Engine) ExecuteCode(ctx context.Context, code Code, env Env, lim Limits
 		Name:    "executeCode",
 		Grants:  SnippetGrants(),
 		Limits:  lim.runtime(),
+		Account: lim.Account,
 		Console: con.add,
 		Bind:    map[string]any{bindings.Grant: sc},
 	})

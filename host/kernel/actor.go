@@ -41,6 +41,7 @@ type actor struct {
 	loadErr   error
 
 	lastUsed atomic.Int64 // unix nanoseconds
+	mem      *memAccount  // the instance's memory under the workspace and host quotas
 	binds    bool         // the gadget may call bindings: calls carry the call chain
 	topics   actorTopics
 	stats    *gadgetStats // the gadget's call metrics (metrics.go)
@@ -90,16 +91,27 @@ func (ov *overseer) actor(ctx context.Context, id store.GadgetID) (*actor, error
 	return a, nil
 }
 
-// newActor registers an actor for gadget id (unless another call just did) and loads it.
+// newActor registers an actor for gadget id (unless another call just did) and loads it,
+// within the workspace's live_instances (admitActor).
 func (ov *overseer) newActor(ctx context.Context, id store.GadgetID) (*actor, error) {
 	ov.mu.Lock()
-	if ov.stopped {
-		ov.mu.Unlock()
-		return nil, errStopped
-	}
-	if a := ov.actors[id]; a != nil {
-		ov.mu.Unlock()
-		return a, nil
+	for {
+		if ov.stopped {
+			ov.mu.Unlock()
+			return nil, errStopped
+		}
+		if a := ov.actors[id]; a != nil {
+			ov.mu.Unlock()
+			return a, nil
+		}
+		admitted, err := ov.admitActor()
+		if err != nil {
+			ov.mu.Unlock()
+			return nil, err
+		}
+		if admitted {
+			break
+		}
 	}
 	g, ok := ov.gadgets[id]
 	if !ok {
@@ -109,6 +121,7 @@ func (ov *overseer) newActor(ctx context.Context, id store.GadgetID) (*actor, er
 	a := &actor{ov: ov, id: id, ready: make(chan struct{}), turn: make(chan struct{}, 1), binds: slices.Contains(g.Grants, BindingsGrant),
 		topics: actorTopics{events: eventsTopic(ov.id, id), console: consoleTopic(ov.id, ""), gadgetConsole: consoleTopic(ov.id, id)},
 		stats:  ov.k.metrics.gadget(ov.id, id, g.Name)}
+	a.mem = ov.newAccount(a)
 	a.lastUsed.Store(time.Now().UnixNano())
 	ov.actors[id] = a
 	ov.mu.Unlock()
@@ -159,7 +172,7 @@ func (a *actor) load(ctx context.Context, g store.Gadget) {
 	}
 	if prog.comp != nil {
 		a.comp = newComponentExec(k.cfg.Runtime, prog.comp, runtime.InstanceConfig{
-			Name: string(g.ID), Grants: k.grantSet(g.Grants), Limits: k.cfg.Limits, Console: a.console, Bind: bind,
+			Name: string(g.ID), Grants: a.ov.k.grantSet(g.Grants), Limits: k.cfg.Limits, Console: a.console, Bind: bind, Account: a.mem,
 		})
 		sf := k.surfaces.component(a.sha, prog.comp)
 		a.exec, a.exports, a.resources = a.comp, sf.exports, sf.resources
@@ -176,8 +189,10 @@ func (a *actor) loadJS(ctx context.Context, g store.Gadget, bind map[string]any)
 	if err != nil {
 		return err
 	}
+	lim := a.ov.k.jsLimits()
+	lim.Account = a.mem
 	jg, err := eng.NewGadget(jsruntime.GadgetConfig{Name: string(g.ID), Files: a.prog.files, Grants: a.ov.k.grantSet(g.Grants),
-		Bind: bind, Console: a.console, Limits: a.ov.k.jsLimits()})
+		Bind: bind, Console: a.console, Limits: lim})
 	if err != nil {
 		return fail(CodeGadgetError, "load gadget %s: %v", g.Name, err)
 	}
@@ -185,7 +200,7 @@ func (a *actor) loadJS(ctx context.Context, g store.Gadget, bind map[string]any)
 	methods, err := jg.Methods(ctx)
 	if err != nil {
 		_ = jg.Close()
-		return wrapErr(err, "load gadget %s", g.Name)
+		return wrapErr(a.mem.explain(err), "load gadget %s", g.Name)
 	}
 	a.exec = jg
 	a.exports = make(map[string]exportFunc, len(methods))
@@ -228,6 +243,12 @@ func (a *actor) call(ctx context.Context, fn string, args []any) (any, error) {
 // call's writes and events; the next call gets a fresh instance.
 func (a *actor) run(ctx context.Context, fn string, args []any, c *rpcCall) (*reply, error) {
 	start := time.Now()
+	if c == nil || c.drop == nil { // a drop ends what a counted call made
+		if err := a.ov.admitCall(start.UnixNano()); err != nil {
+			a.stats.record(start, err)
+			return nil, err
+		}
+	}
 	if err := a.lock(ctx); err != nil {
 		if c == nil || c.drop == nil {
 			a.stats.record(start, err)
@@ -250,6 +271,7 @@ func (a *actor) run(ctx context.Context, fn string, args []any, c *rpcCall) (*re
 	} else {
 		res, err = a.exec.Call(ctx, fn, args...)
 	}
+	err = a.mem.explain(err)
 	a.lastUsed.Store(now)
 	r := &reply{a: a, res: res, err: err, gate: a.gate, start: start}
 	if err != nil && isTrap(err) {

@@ -307,6 +307,15 @@ func (w *Workspace) executeCode(ctx context.Context, code string, opts CodeOptio
 			return CodeResult{}, wrapErr(err, "executeCode")
 		}
 	}
+	var ov *overseer
+	if err := w.k.withCachedOverseer(ctx, w.id, &w.ov, func(o *overseer) error { ov = o; return nil }); err != nil {
+		return CodeResult{}, wrapErr(err, "executeCode")
+	}
+	done, err := ov.startRun()
+	if err != nil {
+		return CodeResult{}, wrapErr(err, "executeCode")
+	}
+	defer done()
 	log := &callLog{}
 	bs, err := w.codeBindings(ctx, log, opts.Gatekeepers)
 	if err != nil {
@@ -326,7 +335,9 @@ func (w *Workspace) executeCode(ctx context.Context, code string, opts CodeOptio
 		env.Bindings[name] = b
 	}
 	start := time.Now()
-	res, err := eng.ExecuteCode(ctx, jsruntime.Code{Source: code, TypeScript: opts.TypeScript}, env, jsruntime.Limits{Timeout: timeout})
+	acc := ov.newAccount(nil)
+	res, err := eng.ExecuteCode(ctx, jsruntime.Code{Source: code, TypeScript: opts.TypeScript}, env, jsruntime.Limits{Timeout: timeout, Account: acc})
+	err = acc.explain(err)
 	took := time.Since(start)
 	out := CodeResult{Value: res.Value, Console: make([]ConsoleLine, len(res.Console))}
 	for i, l := range res.Console {

@@ -4,6 +4,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"atelier/host/quota"
 )
 
 // processCPU is the CPU time (user plus system) this process has used.
@@ -19,4 +21,23 @@ func processCPU() time.Duration {
 func CPUPerOp(b *testing.B) func() {
 	start := processCPU()
 	return func() { b.ReportMetric(float64(processCPU()-start)/float64(b.N), "cpu-ns/op") }
+}
+
+// SetQuotas changes the quotas in force, as the admin's changes do.
+func (k *Kernel) SetQuotas(l quota.Limits) {
+	eff := l.Effective()
+	k.quotas.Store(&eff)
+}
+
+// HostUsage is hostUsage.
+func (k *Kernel) HostUsage() map[string]int64 { return k.hostUsage() }
+
+// WorkspaceUsage is workspaceUsage of the running workspace called name (nil when none runs).
+func (k *Kernel) WorkspaceUsage(name string) map[string]int64 {
+	for _, ov := range k.running() {
+		if w, err := ov.snapshot(); err == nil && w.Name == name {
+			return ov.workspaceUsage()
+		}
+	}
+	return nil
 }

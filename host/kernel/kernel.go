@@ -167,6 +167,7 @@ type Kernel struct {
 	vault    vaultKey
 	sched    scheduler
 	metrics  *callMetrics // gadget call metrics (metrics.go)
+	gov      governor     // the memory live instances hold (budget.go)
 	// quotas holds the quotas in force (quotas.go): Config.Quotas with the admin's changes;
 	// quotaMu orders their loads and changes. users keeps the per-user state of the user
 	// quotas.

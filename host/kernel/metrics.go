@@ -129,6 +129,7 @@ type GadgetMetrics struct {
 // scope). Role use.
 func (w *Workspace) Metrics(ctx context.Context) (out WorkspaceMetrics, err error) {
 	out.Gadgets = []GadgetMetrics{}
+	var live map[string]int64 // the workspace's use of its live quotas
 	err = w.enter(ctx, store.RoleUse, "metrics", func(ov *overseer) error {
 		gs, err := ov.gadgetsOf(w.p)
 		if err != nil {
@@ -144,14 +145,23 @@ func (w *Workspace) Metrics(ctx context.Context) (out WorkspaceMetrics, err erro
 			}
 			out.Gadgets = append(out.Gadgets, gm)
 		}
+		live = ov.workspaceUsage()
 		return nil
 	})
 	if err != nil {
 		return out, err
 	}
 	out.UptimeSeconds = time.Since(w.k.metrics.start).Seconds()
-	out.Quotas, err = w.k.userQuotaUsage(ctx, w.p.userID)
-	return out, err
+	if out.Quotas, err = w.k.userQuotaUsage(ctx, w.p.userID); err != nil {
+		return out, err
+	}
+	lim := w.k.limits()
+	for _, q := range quota.Infos {
+		if used, ok := live[q.Name]; ok {
+			out.Quotas = append(out.Quotas, QuotaUsage{Name: q.Name, Scope: q.Scope, Used: used, Limit: q.Get(lim)})
+		}
+	}
+	return out, nil
 }
 
 func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -42,6 +42,8 @@ type overseer struct {
 	links links
 	// queue is the workspace's approval queue and action log (gkqueue.go).
 	queue *queue
+	// use is the workspace's live use under its quotas (budget.go).
+	use wsUse
 }
 
 type overseerOp struct {
@@ -144,16 +146,10 @@ func (ov *overseer) evictIdle() bool {
 	now := time.Now()
 	ov.mu.Lock()
 	var idle []*actor
-	for id, a := range ov.actors {
-		if now.Sub(time.Unix(0, a.lastUsed.Load())) < ov.k.cfg.GadgetIdle || !a.loaded() || !a.tryLock() {
-			continue
+	for _, a := range ov.actors {
+		if now.Sub(time.Unix(0, a.lastUsed.Load())) >= ov.k.cfg.GadgetIdle && ov.takeIdleLocked(a) {
+			idle = append(idle, a)
 		}
-		if !a.settled() || a.pinned() { // a reply still waits for its commit, or stubs hold resources
-			a.unlock()
-			continue
-		}
-		delete(ov.actors, id)
-		idle = append(idle, a)
 	}
 	empty := len(ov.actors) == 0
 	ov.mu.Unlock()
@@ -161,6 +157,21 @@ func (ov *overseer) evictIdle() bool {
 		a.closeLocked()
 	}
 	return empty && now.Sub(time.Unix(0, ov.lastUsed.Load())) >= ov.k.cfg.WorkspaceIdle
+}
+
+// takeIdleLocked unregisters a when it is idle: loaded, no call running, its last commit
+// landed and no stub holding its resources. It then holds a's turn, and the caller closes a
+// (closeLocked). The caller holds ov.mu.
+func (ov *overseer) takeIdleLocked(a *actor) bool {
+	if !a.loaded() || !a.tryLock() {
+		return false
+	}
+	if !a.settled() || a.pinned() { // a reply still waits for its commit, or stubs hold resources
+		a.unlock()
+		return false
+	}
+	delete(ov.actors, a.id)
+	return true
 }
 
 // do runs fn on the overseer's goroutine and returns its error.

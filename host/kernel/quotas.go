@@ -244,12 +244,6 @@ func (a *Authed) SetQuota(ctx context.Context, name string, value *int64) error 
 	return nil
 }
 
-// hostUsage returns what the whole server uses of each host quota, by quota name. Guest
-// memory (host_memory) is not measured yet: it reads 0 until the runtime reports it.
-func (k *Kernel) hostUsage() map[string]int64 {
-	return map[string]int64{"host_memory": 0}
-}
-
 // userQuotaUsage returns user's use of each user quota against its limit.
 func (k *Kernel) userQuotaUsage(ctx context.Context, user string) ([]QuotaUsage, error) {
 	used, err := k.st.UserUsage(ctx, user)

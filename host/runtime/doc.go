@@ -51,19 +51,23 @@
 // Each call (and instantiation) has a wall-clock deadline (Limits.Timeout or the context's,
 // whichever is first; context cancellation also interrupts), enforced by epoch interruption
 // with Config.EpochTick resolution. Host functions get it in their context, and a call whose
-// deadline passed while a host function ran ends when that function returns (ErrDeadline). Linear memories are capped by Limits.MaxMemory; fuel
+// deadline passed while a host function ran ends when that function returns (ErrDeadline). An instance's linear memories and tables
+// together stay within its memory budget, Limits.MaxMemory; fuel
 // (Limits.Fuel) needs Config.Fuel. A guest that traps, runs past its deadline, exhausts its
 // fuel or is refused memory at instantiation is retired: the call returns a *TrapError whose
 // Kind (ErrTrap, ErrDeadline, ErrFuel, ErrMemory) errors.Is matches, with the guest backtrace.
 //
-// The memory cap is enforced by Atelier's own memory creator, which records each refusal,
+// The memory budget is enforced by Atelier's own memory creator, which charges every memory's
+// committed bytes (at creation and each growth) to the instance's one budget, records each
+// refusal with a message that names the budget (Instance.MemoryUsed reads the charge),
 // maps modules' data images copy-on-write, and recycles freed memories, scrubbed to zero, for
 // later instances (Config.KeepMemories). A refused memory.grow hands the guest -1 (standard
-// Wasm semantics): a guest that copes goes on, and the call succeeds. When a call (or instantiation) fails after the cap refused it
+// Wasm semantics): a guest that copes goes on, and the call succeeds. When a call (or instantiation) fails after the budget refused it
 // memory, whatever the guest did next (trap, abort, exit), the *TrapError's Kind is ErrMemory;
 // a refusal counts only for the call it happened in, so a later unrelated trap is ErrTrap. A
 // deadline or fuel stop in the same call wins (ErrDeadline, ErrFuel). With Config.Pooling or
-// Config.MemoryImages, Wasmtime makes the memories and refuses growth silently: ErrMemory is
+// Config.MemoryImages, Wasmtime makes the memories, bounds each one alone by MaxMemory and
+// refuses growth silently: ErrMemory is
 // then reported only for a memory too large at instantiation, and a guest that traps after a
 // refused growth is an ErrTrap. (RATIONALE.md explains the trade-off.)
 //

@@ -16,11 +16,11 @@ var (
 	// ErrDeadline: the call ran past its deadline (Limits.Timeout or the context's) and was
 	// interrupted. The instance is retired.
 	ErrDeadline = errors.New("guest ran past its deadline")
-	// ErrMemory: the memory cap (Limits.MaxMemory) refused the instance memory at
+	// ErrMemory: the memory budget (Limits.MaxMemory) refused the instance memory at
 	// instantiation, or refused a memory.grow during a call that then failed (see the package
 	// documentation for the exact rule and the Pooling/MemoryImages limit). The instance is
 	// retired (or was never created).
-	ErrMemory = errors.New("guest exceeded its memory cap")
+	ErrMemory = errors.New("guest exceeded its memory budget")
 	// ErrFuel: the call used up its fuel (Limits.Fuel). The instance is retired.
 	ErrFuel = errors.New("guest ran out of fuel")
 	// ErrRetired: the instance was retired by an earlier failure; instantiate again (or use a

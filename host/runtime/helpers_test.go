@@ -142,3 +142,13 @@ func sameValue(a, b any) bool {
 	}
 	return reflect.DeepEqual(a, b)
 }
+
+// memoryBudget returns the smallest memory budget (Limits.MaxMemory) whose linear memories'
+// share, after the tables' reserve, is at least mem bytes.
+func memoryBudget(mem int64) int64 {
+	b := mem
+	for b-runtime.TableReserve(b) < mem {
+		b += 128
+	}
+	return b
+}

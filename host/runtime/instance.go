@@ -8,6 +8,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"atelier/host/runtime/internal/capi"
@@ -29,6 +30,24 @@ type InstanceConfig struct {
 	// Bind hands per-instance values to capabilities, keyed by grant ("atelier:host/kv" ->
 	// the gadget's store); see HostInterface.NewState.
 	Bind map[string]any
+	// Account, when set, shares memory out between this instance and others (a workspace's
+	// or the host's quota): see MemoryAccount. Nil gives the instance Limits.MaxMemory.
+	Account MemoryAccount
+}
+
+// MemoryAccount decides how much of its budget (Limits.MaxMemory) an instance may hold, call
+// by call, and learns what it holds. The Instance calls it with its lock held, on the calling
+// goroutine: Acquire before the instantiation and before each call and resource drop, and
+// Release after each of them and once more, with 0, when the instance is released. A Slot
+// reuses its InstanceConfig, so one account serves its successive instances (one at a time).
+type MemoryAccount interface {
+	// Acquire gets the bytes the instance holds now (its tables' reserve and its memories)
+	// and its budget (Limits.MaxMemory), and returns the bytes it may hold until the matching
+	// Release, at most the budget; a growth past them is refused as past the budget
+	// (ErrMemory). An error refuses the call before anything runs, and is returned by it.
+	Acquire(held, budget int64) (int64, error)
+	// Release gets the bytes the instance holds after the call (0 once released).
+	Release(held int64)
 }
 
 // Limits bound what a guest may use. Zero fields take their defaults.
@@ -36,8 +55,12 @@ type Limits struct {
 	// Timeout is the wall-clock limit of one call (and of instantiation), default
 	// DefaultTimeout; a shorter context deadline wins. Resolution is Config.EpochTick.
 	Timeout time.Duration
-	// MaxMemory caps the bytes of each linear memory (default DefaultMaxMemory). A call that
-	// fails after the cap refused it memory returns ErrMemory (see the package documentation).
+	// MaxMemory is the instance's memory budget in bytes (default DefaultMaxMemory): all its
+	// linear memories and its tables together stay within it. Its tables get a sixteenth
+	// (their number and elements are bounded to fit; see RATIONALE.md, "Memory budget"), its
+	// memories the rest. A call that fails after the budget refused it memory returns
+	// ErrMemory (see the package documentation). With Config.MemoryImages or Config.Pooling,
+	// Wasmtime makes the memories and bounds each one alone by MaxMemory.
 	MaxMemory int64
 	// Fuel is the fuel each call may burn (0 = unlimited); needs Config.Fuel.
 	Fuel uint64
@@ -79,6 +102,9 @@ type Instance struct {
 	vals wit.Flat
 	// armed is the Runtime.epoch value at which the store's epoch deadline next fires.
 	armed uint64
+	// memUsed is what the store's budget was charged at the end of the latest call (0 once
+	// released), for MemoryUsed.
+	memUsed atomic.Int64
 }
 
 // Instantiate checks the component's imports against cfg.Grants and creates an instance.
@@ -141,6 +167,12 @@ func (rt *Runtime) Instantiate(ctx context.Context, comp *Component, cfg Instanc
 	in.end()
 	return in, nil
 }
+
+// TableReserve returns the part of a memory budget (Limits.MaxMemory) that an instance's
+// tables may hold and are charged from the start, a sixteenth: the instance may create at most
+// 16 tables of at most TableReserve(budget)/128 elements each (8 bytes an element). Its
+// linear memories together get the rest.
+func TableReserve(budget int64) int64 { return capi.TableReserve(budget) }
 
 func (l Limits) withDefaults() Limits {
 	if l.Timeout <= 0 {
@@ -279,15 +311,40 @@ func (in *Instance) begin(ctx context.Context) error {
 			return fmt.Errorf("set fuel: %w", err)
 		}
 	}
+	if acc := in.cfg.Account; acc != nil { // last: a refusal here leaves nothing to undo
+		allow, err := acc.Acquire(in.store.MemoryUsed(), in.cfg.Limits.MaxMemory)
+		if err != nil {
+			return err
+		}
+		in.store.SetMemoryBudget(min(allow, in.cfg.Limits.MaxMemory))
+	}
 	return nil
 }
 
+// end undoes begin, and tells the account what the instance holds now.
 func (in *Instance) end() {
 	if in.hostCancel != nil {
 		in.hostCancel()
 	}
 	in.callCtx, in.hostCtx, in.hostCancel = nil, nil, nil
+	if in.store != nil {
+		in.held(in.store.MemoryUsed())
+	}
 }
+
+// held records what the store's budget is charged (MemoryUsed) and tells the account.
+func (in *Instance) held(n int64) {
+	in.memUsed.Store(n)
+	if in.cfg.Account != nil {
+		in.cfg.Account.Release(n)
+	}
+}
+
+// MemoryUsed returns the bytes the instance's memory budget was charged at the end of its
+// latest call (or instantiation): its tables' reserve plus the committed bytes of all its
+// linear memories; 0 once it is released, and with Config.MemoryImages or Config.Pooling
+// (Wasmtime's memories are not counted). It never waits for a call in progress.
+func (in *Instance) MemoryUsed() int64 { return in.memUsed.Load() }
 
 // beforeDeadline runs at each epoch tick while the guest runs: keep going until the deadline
 // or the context's cancellation.
@@ -318,6 +375,13 @@ func (in *Instance) classify(name string, ce *capi.Error) *TrapError {
 	case in.rt.cfg.Fuel && in.fuelLeft() == 0:
 		te.Kind, te.Message = ErrFuel, ""
 	case in.store.MemoryRefused():
+		te.Kind = ErrMemory
+		if refusal := in.store.MemoryRefusal(); !strings.Contains(te.Message, refusal) {
+			te.Message = refusal + "; then: " + te.Message // a refused grow is -1 to the guest
+		}
+	case name == "" && strings.Contains(ce.Message, "exceeds table limits"):
+		// The store limiter refuses a table past the tables' share of the budget (TableReserve)
+		// with this message.
 		te.Kind = ErrMemory
 	case !in.rt.cfg.memoryCreator() && name == "" && strings.Contains(ce.Message, "exceeds memory limits"):
 		// Without the memory creator, Wasmtime's store limiter refuses a memory whose minimum
@@ -422,6 +486,7 @@ func (in *Instance) release() {
 	}
 	in.store.Close()
 	in.store, in.inst, in.funcs, in.last = nil, nil, nil, nil
+	in.held(0)
 	for _, w := range in.outputs {
 		w.flush()
 	}

@@ -205,7 +205,7 @@ func TestMemoryCapDuringCalls(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			inst := f.instance(t, runtime.InstanceConfig{Limits: runtime.Limits{MaxMemory: tt.cap}})
+			inst := f.instance(t, runtime.InstanceConfig{Limits: runtime.Limits{MaxMemory: memoryBudget(tt.cap)}})
 			for i, st := range tt.steps {
 				got, err := inst.Call(ctx, st.fn, st.args...)
 				if st.err == nil {
@@ -297,7 +297,7 @@ func TestMemoryBounds(t *testing.T) {
 			ctx := context.Background()
 			bystander := f.instance(t, runtime.InstanceConfig{})
 			for _, pages := range []uint32{1, 3, 16} {
-				inst := f.instance(t, runtime.InstanceConfig{Limits: runtime.Limits{MaxMemory: 16 << 16}})
+				inst := f.instance(t, runtime.InstanceConfig{Limits: runtime.Limits{MaxMemory: memoryBudget(16 << 16)}})
 				if pages > 1 {
 					if _, err := inst.Call(ctx, "grow", pages-1); err != nil {
 						t.Fatal(err)

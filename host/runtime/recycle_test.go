@@ -48,7 +48,7 @@ func testRecycledMemoryIsClean(t *testing.T, firstComp func(*runtime.Runtime) *r
 	f := newFixture(t, runtime.Config{KeepMemories: 1})
 	ctx := context.Background()
 	const pages = 16
-	limits := runtime.InstanceConfig{Grants: echoGrants, Limits: runtime.Limits{MaxMemory: pages * wasmPage}}
+	limits := runtime.InstanceConfig{Grants: echoGrants, Limits: runtime.Limits{MaxMemory: memoryBudget(pages * wasmPage)}}
 	instantiateComp := func(comp *runtime.Component) *runtime.Instance {
 		t.Helper()
 		inst, err := f.rt.Instantiate(ctx, comp, limits)
@@ -160,7 +160,7 @@ func TestRecycledMemoriesConcurrent(t *testing.T) {
 func churn(ctx context.Context, f *fixture, g int) error {
 	for i := range 30 {
 		grow := uint32((g + i) % 4)
-		inst, err := f.rt.Instantiate(ctx, f.echo, runtime.InstanceConfig{Grants: echoGrants, Limits: runtime.Limits{MaxMemory: 4 * wasmPage}})
+		inst, err := f.rt.Instantiate(ctx, f.echo, runtime.InstanceConfig{Grants: echoGrants, Limits: runtime.Limits{MaxMemory: memoryBudget(4 * wasmPage)}})
 		if err != nil {
 			return err
 		}

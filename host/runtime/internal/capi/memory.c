@@ -1,5 +1,6 @@
-// Atelier's linear memories: an engine-wide Wasmtime memory creator that enforces each store's
-// memory cap itself, so that a refused growth is recorded where the host can read it (the C
+// Atelier's linear memories: an engine-wide Wasmtime memory creator that charges every memory
+// of a store (its committed bytes, at creation and at each growth) against the store's one
+// memory budget and enforces it itself, so that a refused growth is recorded where the host can read it (the C
 // API's store limiter refuses silently), and that recycles freed memories, scrubbed to zero, so
 // that an instantiation does not pay for a fresh mapping and its page faults, and that maps
 // the data image of a component's memories copy-on-write from sealed memfds (atl_plan_t). host/
@@ -108,13 +109,54 @@ static wasmtime_error_t *atl_errorf(const char *fmt, ...) {
   return wasmtime_error_new(msg);
 }
 
-static atl_memcap_t *atl_memcap_new(uint64_t cap) {
+static atl_memcap_t *atl_memcap_new(uint64_t cap, uint64_t reserve) {
   atl_memcap_t *c = calloc(1, sizeof *c);
   if (c == NULL)
     return NULL;
   c->cap = cap;
+  c->used = reserve;
   c->refs = 1;
   return c;
+}
+
+// Renders n bytes for a refusal: "256 MiB", "1.5 MiB", "64 KiB", "100 bytes".
+static void atl_format_bytes(char *buf, size_t len, uint64_t n) {
+  const uint64_t kib = 1024, mib = kib * 1024;
+  if (n >= mib && n % mib == 0)
+    snprintf(buf, len, "%llu MiB", (unsigned long long)(n / mib));
+  else if (n >= mib)
+    snprintf(buf, len, "%.1f MiB", (double)n / (double)mib);
+  else if (n >= kib && n % kib == 0)
+    snprintf(buf, len, "%llu KiB", (unsigned long long)(n / kib));
+  else
+    snprintf(buf, len, "%llu bytes", (unsigned long long)n);
+}
+
+// Charges `more` bytes to the store's budget, or refuses them (recording the refusal) with an
+// error that names the budget, what the store holds and what was asked; `what` is "one asked
+// for" (a growth) or "a new one asked for" (a new memory). A store's memories are created and
+// grown by one thread at a time; the counter is atomic for readers on other threads.
+static wasmtime_error_t *atl_charge(atl_memcap_t *c, uint64_t more, const char *what) {
+  uint64_t used = __atomic_load_n(&c->used, __ATOMIC_RELAXED);
+  if (more > c->cap || used > c->cap - more) {
+    char cap[32], held[32], asked[32];
+    atl_format_bytes(cap, sizeof cap, c->cap);
+    atl_format_bytes(held, sizeof held, used);
+    atl_format_bytes(asked, sizeof asked, more);
+    snprintf(c->refusal, sizeof c->refusal,
+             "instance memory budget of %s exhausted: its memories and tables hold %s and %s %s "
+             "more",
+             cap, held, what, asked);
+    __atomic_store_n(&c->refused, 1, __ATOMIC_RELAXED);
+    return wasmtime_error_new(c->refusal);
+  }
+  __atomic_add_fetch(&c->used, more, __ATOMIC_RELAXED);
+  return NULL;
+}
+
+// Gives back bytes charged with atl_charge.
+static void atl_uncharge(atl_memcap_t *c, uint64_t n) {
+  __atomic_sub_fetch(&c->used, n, __ATOMIC_RELAXED);
 }
 
 static void atl_memcap_release(atl_memcap_t *c) {
@@ -163,18 +205,23 @@ static wasmtime_error_t *atl_grow_memory(void *env, size_t new_size) {
   atl_memory_t *m = env;
   if (new_size <= m->size)
     return NULL;
-  if (new_size > m->cap->cap) {
-    __atomic_store_n(&m->cap->refused, 1, __ATOMIC_RELAXED);
-    return atl_errorf("growing linear memory to %zu bytes exceeds the memory cap of %zu bytes",
-                      new_size, (size_t)m->cap->cap);
-  }
   if (new_size > m->capacity)
     return atl_errorf("growing linear memory to %zu bytes exceeds its reservation of %zu bytes",
                       new_size, m->capacity);
-  wasmtime_error_t *err = atl_set_committed(m, new_size);
-  if (err == NULL)
-    m->size = new_size;
-  return err;
+  size_t want = atl_round_page(new_size);
+  if (want == 0)
+    return wasmtime_error_new("linear memory size overflows");
+  size_t more = want > m->committed ? want - m->committed : 0;
+  wasmtime_error_t *err = atl_charge(m->cap, more, "one asked for");
+  if (err != NULL)
+    return err;
+  err = atl_set_committed(m, new_size);
+  if (err != NULL) {
+    atl_uncharge(m->cap, more);
+    return err;
+  }
+  m->size = new_size;
+  return NULL;
 }
 
 static void atl_unmap(atl_memory_t *m) {
@@ -268,6 +315,7 @@ static atl_memory_t *atl_pool_take(atl_pool_t *p, size_t guard, size_t capacity)
 
 static void atl_free_memory(void *env) {
   atl_memory_t *m = env;
+  atl_uncharge(m->cap, m->committed);
   atl_memcap_release(m->cap);
   m->cap = NULL;
   __atomic_sub_fetch(&atl_live, 1, __ATOMIC_RELAXED);
@@ -353,21 +401,24 @@ static wasmtime_error_t *atl_new_memory(void *env, const wasm_memorytype_t *ty, 
   wasmtime_error_t *err = atl_plan_next(minimum, maximum, &img);
   if (err != NULL)
     return err;
-  if (minimum > cap->cap) {
-    __atomic_store_n(&cap->refused, 1, __ATOMIC_RELAXED);
-    return atl_errorf("linear memory minimum of %zu bytes exceeds the memory cap of %zu bytes",
-                      minimum, (size_t)cap->cap);
-  }
+  size_t charge = atl_round_page(minimum);
+  if (charge == 0 && minimum != 0)
+    return wasmtime_error_new("linear memory size overflows");
+  if ((err = atl_charge(cap, charge, "a new one asked for")) != NULL)
+    return err;
   size_t capacity = reserved;
   if (capacity == 0) { // Wasmtime leaves the size to us: what may ever be used, up to 4 GiB
-    capacity = maximum < cap->cap ? maximum : (size_t)cap->cap;
+    // (the budget can change between calls, so it does not bound the reservation)
+    capacity = maximum;
     if (capacity > ATL_MAX_FREE_RESERVATION)
       capacity = ATL_MAX_FREE_RESERVATION;
   }
   capacity = atl_round_page(capacity);
-  if (capacity < minimum)
+  if (capacity < minimum) {
+    atl_uncharge(cap, charge);
     return atl_errorf("linear memory minimum of %zu bytes exceeds its reservation of %zu bytes",
                       minimum, capacity);
+  }
 
   atl_memory_t *m = atl_pool_take(pool, guard, capacity);
   if (m == NULL)
@@ -379,6 +430,7 @@ static wasmtime_error_t *atl_new_memory(void *env, const wasm_memorytype_t *ty, 
   if (err != NULL) {
     if (m != NULL)
       atl_unmap(m);
+    atl_uncharge(cap, charge);
     return err;
   }
   m->size = minimum;
@@ -422,10 +474,10 @@ void atl_config_memory_creator(wasm_config_t *c, size_t keep) {
 }
 
 wasmtime_store_t *atl_store_new(wasm_engine_t *engine, uintptr_t handle, int capped, uint64_t cap,
-                                atl_memcap_t **mem) {
+                                uint64_t reserve, atl_memcap_t **mem) {
   *mem = NULL;
   if (capped) {
-    *mem = atl_memcap_new(cap);
+    *mem = atl_memcap_new(cap, reserve);
     if (*mem == NULL)
       return NULL;
   }

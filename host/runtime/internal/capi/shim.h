@@ -52,11 +52,14 @@ wasmtime_error_t *atl_resource_host_new(wasmtime_context_t *ctx, bool owned, uin
 
 // memory.c: Atelier's memory creator.
 
-// The memory cap of one store, shared by the store and each of its memories (refs counts them).
+// The memory budget of one store, shared by the store and each of its memories (refs counts
+// them): all its linear memories and its tables' reserve together stay within `cap`.
 typedef struct atl_memcap {
-  uint64_t cap;     // bytes each linear memory may reach
-  uint32_t refused; // set when the cap refused a memory or a growth; cleared by the Go side
+  uint64_t cap;     // bytes the store's memories and tables may hold together; set by Go
+  uint64_t used;    // bytes charged: the tables' reserve plus every memory's committed bytes
+  uint32_t refused; // set when the budget refused a memory or a growth; cleared by the Go side
   uint32_t refs;
+  char refusal[192]; // the latest refusal's message (NUL-terminated; valid while refused)
 } atl_memcap_t;
 
 // A memory an instantiation is expected to create (dataseg.Memory): its limits as Wasmtime
@@ -111,9 +114,10 @@ int64_t atl_pooled_memories(void);
 int64_t atl_imaged_memories(void);
 
 // Creates a store whose data is `handle` (a cgo.Handle). With `capped` (engines with the memory
-// creator) it also creates the store's cap in *mem, else *mem is NULL. NULL when out of memory.
+// creator) it also creates the store's budget in *mem, with `reserve` bytes (its tables')
+// charged already, else *mem is NULL. NULL when out of memory.
 wasmtime_store_t *atl_store_new(wasm_engine_t *engine, uintptr_t handle, int capped, uint64_t cap,
-                                atl_memcap_t **mem);
+                                uint64_t reserve, atl_memcap_t **mem);
 // Deletes the store, then drops its reference to mem (may be NULL).
 void atl_store_delete(wasmtime_store_t *store, atl_memcap_t *mem);
 

@@ -10,16 +10,20 @@ import (
 	"math"
 	"runtime/cgo"
 	"sync/atomic"
+	"unsafe"
 
 	"atelier/host/runtime/wit"
 )
 
 // StoreConfig configures a new store.
 type StoreConfig struct {
-	// MemoryLimit caps the bytes of every linear memory in the store (0 = no cap): the guest's
-	// memory.grow returns -1 and instantiation fails when a memory's minimum is above the cap.
-	// On engines with EngineConfig.CapMemories the memory creator enforces it and records
-	// each refusal (MemoryRefused); otherwise Wasmtime's store limiter does, silently.
+	// MemoryLimit is the store's memory budget in bytes (0 = none): its tables get
+	// TableReserve(MemoryLimit) of it (the store limiter bounds their number and elements to
+	// fit), and on engines with EngineConfig.CapMemories all its linear memories together get
+	// the rest: the memory creator charges each memory's committed bytes at creation and
+	// growth, refuses what would pass the budget (the guest's memory.grow returns -1,
+	// instantiation fails) and records each refusal (MemoryRefused). Otherwise Wasmtime's store
+	// limiter bounds each linear memory alone by MemoryLimit, silently.
 	MemoryLimit int64
 	// Stdout and Stderr receive the guest's wasi:cli output (nil discards it).
 	Stdout, Stderr io.Writer
@@ -67,8 +71,13 @@ func NewStore(e *Engine, cfg StoreConfig) (*Store, error) {
 	if cfg.MemoryLimit > 0 {
 		limit = C.uint64_t(cfg.MemoryLimit)
 	}
+	elems, tables := C.int64_t(-1), C.int64_t(-1)
+	reserve := TableReserve(cfg.MemoryLimit)
+	if cfg.MemoryLimit > 0 {
+		elems, tables = C.int64_t(reserve/(MaxTables*tableElementBytes)), MaxTables
+	}
 	var mem *C.atl_memcap_t
-	s.ptr = C.atl_store_new(e.ptr, C.uintptr_t(s.self), capped, limit, &mem)
+	s.ptr = C.atl_store_new(e.ptr, C.uintptr_t(s.self), capped, limit, C.uint64_t(reserve), &mem)
 	if s.ptr == nil {
 		s.self.Delete()
 		return nil, errors.New("create store: out of host memory")
@@ -90,22 +99,73 @@ func NewStore(e *Engine, cfg StoreConfig) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("configure WASI: %w", err)
 	}
-	switch {
-	case e.capMemories:
-		// The memory creator enforces the cap; the limiter keeps Wasmtime's default bounds on
-		// the number of instances, tables and memories in the store.
-		C.wasmtime_store_limiter(s.ptr, -1, -1, -1, -1, -1)
-	case cfg.MemoryLimit > 0:
-		C.wasmtime_store_limiter(s.ptr, C.int64_t(cfg.MemoryLimit), -1, -1, -1, -1)
+	// The limiter bounds the tables (and keeps Wasmtime's default bounds on the number of
+	// instances and memories); without the memory creator it also bounds each memory.
+	memLimit := C.int64_t(-1)
+	if !e.capMemories && cfg.MemoryLimit > 0 {
+		memLimit = C.int64_t(cfg.MemoryLimit)
 	}
+	C.wasmtime_store_limiter(s.ptr, memLimit, elems, -1, tables, -1)
 	C.atl_store_epoch_callback(s.ptr, C.uintptr_t(s.self))
 	C.wasmtime_context_set_epoch_deadline(s.ctx, 1)
 	return s, nil
 }
 
-// MemoryRefused reports whether the memory cap refused a memory or a growth since the last
+// Tables' share of a store's memory budget (StoreConfig.MemoryLimit): a store may create at
+// most MaxTables tables of at most TableReserve/(MaxTables*8) elements each, so that its tables
+// never hold more host memory than TableReserve. Wasmtime keeps a table element in 8 bytes
+// (a function reference or an externref's GC reference, both at most a pointer).
+const (
+	// MaxTables is the number of tables a store with a budget may create.
+	MaxTables = 16
+	// tableShare: the tables get 1/tableShare of the budget.
+	tableShare        = 16
+	tableElementBytes = 8
+)
+
+// TableReserve returns the bytes of a memory budget reserved for the store's tables (and
+// charged to it from the start): a sixteenth, rounded down to whole elements of MaxTables
+// tables; 0 for no budget. The linear memories get the rest.
+func TableReserve(budget int64) int64 {
+	if budget <= 0 {
+		return 0
+	}
+	perTable := budget / tableShare / (MaxTables * tableElementBytes)
+	return perTable * MaxTables * tableElementBytes
+}
+
+// MemoryUsed returns the bytes charged to the store's memory budget: its tables' reserve plus
+// the committed bytes of its linear memories (0 on engines without EngineConfig.CapMemories,
+// whose memories Wasmtime makes). Safe to call from any goroutine until Close.
+func (s *Store) MemoryUsed() int64 {
+	if s.mem == nil {
+		return 0
+	}
+	return int64(atomic.LoadUint64((*uint64)(unsafe.Pointer(&s.mem.used))))
+}
+
+// SetMemoryBudget changes the store's memory budget for the memories and growths to come (a
+// budget below what the store holds refuses every growth); nothing is taken back. It has no
+// effect on engines without EngineConfig.CapMemories. Not during a call.
+func (s *Store) SetMemoryBudget(n int64) {
+	if s.mem != nil && n > 0 {
+		s.mem.cap = C.uint64_t(n)
+	}
+}
+
+// MemoryRefused reports whether the memory budget refused a memory or a growth since the last
 // ClearMemoryRefused. It is always false on engines without EngineConfig.CapMemories.
 func (s *Store) MemoryRefused() bool { return s.mem != nil && s.mem.refused != 0 }
+
+// MemoryRefusal returns the message of the latest refusal by the memory budget ("instance
+// memory budget of 256 MiB exhausted: its memories and tables hold 250 MiB and one asked for
+// 16 MiB more"), or "" when MemoryRefused is false.
+func (s *Store) MemoryRefusal() string {
+	if !s.MemoryRefused() {
+		return ""
+	}
+	return C.GoString(&s.mem.refusal[0])
+}
 
 // ClearMemoryRefused forgets earlier refusals (see MemoryRefused).
 func (s *Store) ClearMemoryRefused() {

@@ -1,0 +1,276 @@
+package kernel
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"atelier/host/quota"
+	"atelier/host/runtime"
+)
+
+// The workspace and host quotas on live instances (host/quota): live_instances, workspace_memory,
+// code_runs and calls_per_second per workspace, host_memory for the whole node. Each is read
+// with k.limits() when it is checked, so an admin's change applies to the next check.
+//
+// Memory: every instance the kernel runs (a gadget's, a JS gadget's, a Code Mode snippet's) has
+// a memAccount (runtime.MemoryAccount). Before each call the instance asks its account how much
+// it may hold; the account gives it its own budget (Limits.MaxMemory), or less when its
+// workspace's or the host's remaining memory is smaller, and charges the workspace and the host
+// that much for the duration of the call (a reservation: concurrent calls can never take the
+// same bytes twice, so the quotas are never passed). After the call it charges what the
+// instance really holds, which stays charged while the instance lives, idle or not, until it is
+// evicted. When the remaining memory is smaller than the instance's budget, the least recently
+// used idle instance holding memory is evicted first (of the workspace for workspace_memory,
+// of the whole node for host_memory), then the next, until the budget fits or none is idle;
+// the call is refused with a quota.ExceededError (RESOURCE_EXHAUSTED) only when what is left
+// would not let the instance grow at all. A call that fails because the lowered budget refused
+// it memory reports the quota too (memAccount.explain).
+
+// governor keeps the memory that the node's live instances hold.
+type governor struct {
+	mu   sync.Mutex // guards host, every wsUse.mem and every memAccount's limitedBy
+	host int64      // bytes charged to all live instances of the node
+}
+
+// wsUse is one workspace's live use, kept by its overseer. A snippet that outlives its
+// overseer (an idle stop while it runs) stays charged to the stopped one.
+type wsUse struct {
+	mem  int64        // bytes charged to the workspace's live instances (governor.mu)
+	runs atomic.Int64 // Code Mode snippets running
+	rate rateBucket   // calls_per_second
+}
+
+// memAccount is the runtime.MemoryAccount of one instance at a time (a gadget's slot keeps one
+// for its successive instances).
+type memAccount struct {
+	ov   *overseer
+	self *actor // the gadget whose instance this is; nil for a snippet
+	// charged is what the instance is charged (written under governor.mu; read without it to
+	// find instances worth evicting).
+	charged atomic.Int64
+	// limitedBy is the quota that lowered the latest allowance below the instance's budget,
+	// nil when none did (governor.mu).
+	limitedBy *quota.ExceededError
+}
+
+// newAccount returns the memory account of an instance of self (nil: a snippet).
+func (ov *overseer) newAccount(self *actor) *memAccount { return &memAccount{ov: ov, self: self} }
+
+// Acquire implements runtime.MemoryAccount.
+func (m *memAccount) Acquire(held, budget int64) (int64, error) {
+	g := &m.ov.k.gov
+	for evict := true; ; {
+		g.mu.Lock()
+		allow, over := m.room(held, budget)
+		if over == nil || !evict {
+			if over != nil && allow <= held {
+				g.mu.Unlock()
+				return 0, over
+			}
+			m.charge(allow)
+			m.limitedBy = over
+			g.mu.Unlock()
+			return allow, nil
+		}
+		g.mu.Unlock()
+		scope := m.ov
+		if over.Quota == "host_memory" {
+			scope = nil
+		}
+		evict = m.ov.k.evictLRU(scope, true)
+	}
+}
+
+// room returns what the instance may hold now, at most budget, and the quota that makes it
+// less than budget (nil: none). The caller holds governor.mu.
+func (m *memAccount) room(held, budget int64) (int64, *quota.ExceededError) {
+	k := m.ov.k
+	lim := k.limits()
+	charged := m.charged.Load()
+	allow := budget
+	var over *quota.ExceededError
+	if others := m.ov.use.mem - charged; lim.WorkspaceMemory >= 0 && lim.WorkspaceMemory-others < allow {
+		allow = lim.WorkspaceMemory - others
+		over = &quota.ExceededError{Quota: "workspace_memory", Limit: lim.WorkspaceMemory, Used: others + held, Whose: m.ov.whose()}
+	}
+	if others := k.gov.host - charged; lim.HostMemory >= 0 && lim.HostMemory-others < allow {
+		allow = lim.HostMemory - others
+		over = &quota.ExceededError{Quota: "host_memory", Limit: lim.HostMemory, Used: others + held, Whose: "this server"}
+	}
+	return allow, over
+}
+
+// Release implements runtime.MemoryAccount.
+func (m *memAccount) Release(held int64) {
+	g := &m.ov.k.gov
+	g.mu.Lock()
+	m.charge(held)
+	g.mu.Unlock()
+}
+
+// charge makes n the instance's charge; the caller holds governor.mu.
+func (m *memAccount) charge(n int64) {
+	d := n - m.charged.Load()
+	m.ov.use.mem += d
+	m.ov.k.gov.host += d
+	m.charged.Store(n)
+}
+
+// explain adds the quota that lowered the instance's budget to a call's error when the budget
+// refused the call memory: the call failed for the quota, not for the instance's own budget.
+func (m *memAccount) explain(err error) error {
+	if err == nil || !errors.Is(err, runtime.ErrMemory) {
+		return err
+	}
+	m.ov.k.gov.mu.Lock()
+	over := m.limitedBy
+	m.ov.k.gov.mu.Unlock()
+	if over == nil {
+		return err
+	}
+	return fmt.Errorf("%w; the call was stopped: %w", over, err)
+}
+
+// evictLRU evicts the least recently used idle gadget instance of workspace ov, or of the whole
+// node when ov is nil; with memory set, only one that holds memory. It reports whether it
+// evicted one.
+func (k *Kernel) evictLRU(ov *overseer, memory bool) bool {
+	ovs := []*overseer{ov}
+	if ov == nil {
+		ovs = k.running()
+	}
+	type candidate struct {
+		ov   *overseer
+		a    *actor
+		used int64
+	}
+	var cs []candidate
+	for _, ov := range ovs {
+		ov.mu.RLock()
+		for _, a := range ov.actors {
+			if !memory || a.mem.charged.Load() > 0 {
+				cs = append(cs, candidate{ov, a, a.lastUsed.Load()})
+			}
+		}
+		ov.mu.RUnlock()
+	}
+	slices.SortFunc(cs, func(a, b candidate) int { return cmp.Compare(a.used, b.used) })
+	for _, c := range cs {
+		c.ov.mu.Lock()
+		taken := c.ov.actors[c.a.id] == c.a && c.ov.takeIdleLocked(c.a)
+		c.ov.mu.Unlock()
+		if taken {
+			c.a.closeLocked()
+			return true
+		}
+	}
+	return false
+}
+
+// admitActor makes room for one more gadget instance in the workspace under live_instances,
+// evicting its least recently used idle one when it is at the limit. The caller holds ov.mu,
+// which admitActor releases while it evicts; it returns with ov.mu held, and false when it
+// evicted one (the caller checks again).
+func (ov *overseer) admitActor() (bool, error) {
+	lim := ov.k.limits().LiveInstances
+	live := int64(len(ov.actors))
+	if lim < 0 || live < lim {
+		return true, nil
+	}
+	ov.mu.Unlock()
+	evicted := ov.k.evictLRU(ov, false)
+	ov.mu.Lock()
+	if !evicted {
+		return false, &quota.ExceededError{Quota: "live_instances", Limit: lim, Used: live, Whose: ov.whoseLocked()}
+	}
+	return false, nil
+}
+
+// startRun counts a Code Mode snippet against code_runs, refusing it at once past the quota;
+// the returned func ends it.
+func (ov *overseer) startRun() (func(), error) {
+	lim := ov.k.limits().CodeRuns
+	n := ov.use.runs.Add(1)
+	if lim >= 0 && n > lim {
+		ov.use.runs.Add(-1)
+		return nil, &quota.ExceededError{Quota: "code_runs", Limit: lim, Used: n - 1, Whose: ov.whose()}
+	}
+	return func() { ov.use.runs.Add(-1) }, nil
+}
+
+// admitCall takes one of the workspace's calls_per_second at now (unix nanoseconds).
+func (ov *overseer) admitCall(now int64) error {
+	lim := ov.k.limits().CallsPerSecond
+	if ov.use.rate.take(lim, now) {
+		return nil
+	}
+	return &quota.ExceededError{Quota: "calls_per_second", Limit: lim, Used: lim, Whose: ov.whose()}
+}
+
+// whose names the workspace in quota refusals.
+func (ov *overseer) whose() string {
+	ov.mu.RLock()
+	defer ov.mu.RUnlock()
+	return ov.whoseLocked()
+}
+
+// whoseLocked is whose for a caller that holds ov.mu.
+func (ov *overseer) whoseLocked() string {
+	if ov.meta.Name == "" {
+		return "workspace " + string(ov.id)
+	}
+	return "workspace " + ov.meta.Name
+}
+
+// rateBucket is a token bucket: rate tokens a second, holding at most one second's worth.
+type rateBucket struct {
+	mu     sync.Mutex
+	tokens float64
+	last   int64 // unix nanoseconds of the latest take; 0: never (the bucket is full)
+}
+
+// take takes a token at now, refilling first; false when none is left. A negative rate
+// (quota.Unlimited) always allows.
+func (b *rateBucket) take(rate, now int64) bool {
+	if rate < 0 {
+		return true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.last == 0 {
+		b.tokens = float64(rate)
+	} else {
+		b.tokens = min(float64(rate), b.tokens+float64(now-b.last)*float64(rate)/1e9)
+	}
+	b.last = now
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
+}
+
+// hostUsage returns what the node uses of each host quota (host_memory: bytes charged to all
+// live instances).
+func (k *Kernel) hostUsage() map[string]int64 {
+	k.gov.mu.Lock()
+	defer k.gov.mu.Unlock()
+	return map[string]int64{"host_memory": k.gov.host}
+}
+
+// workspaceUsage returns what the workspace uses of each workspace quota that bounds live use
+// (live_instances: gadget instances loaded or loading; workspace_memory: bytes charged to its
+// live instances; code_runs: snippets running). calls_per_second is a rate, not reported.
+func (ov *overseer) workspaceUsage() map[string]int64 {
+	ov.mu.RLock()
+	live := int64(len(ov.actors))
+	ov.mu.RUnlock()
+	ov.k.gov.mu.Lock()
+	mem := ov.use.mem
+	ov.k.gov.mu.Unlock()
+	return map[string]int64{"live_instances": live, "workspace_memory": mem, "code_runs": ov.use.runs.Load()}
+}

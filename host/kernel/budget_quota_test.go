@@ -1,0 +1,202 @@
+package kernel_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"atelier/capnweb"
+	"atelier/host/kernel"
+	"atelier/host/quota"
+	"atelier/host/runtime"
+)
+
+// hogJS is a JS gadget that fills memory on demand and keeps it, or spins until its deadline.
+var hogJS = map[string]any{"server.js": `export class Gadget {
+  fill(mib) {
+    this.keep = [];
+    for (let i = 0; i < mib; i++) { const b = new Uint8Array(1 << 20); b.fill(1); this.keep.push(b); }
+    return mib;
+  }
+  spin() { for (;;) {} }
+  ping() { return "pong"; }
+}`}
+
+const mib = 1 << 20
+
+// withQuotas sets the kernel's quotas, a long GadgetIdle (only the quotas evict) and a short
+// call timeout (spin ends soon).
+func withQuotas(l quota.Limits) option {
+	return func(c *kernel.Config) {
+		c.Quotas = l
+		c.GadgetIdle = time.Hour
+		c.Limits = runtime.Limits{Timeout: 3 * time.Second}
+	}
+}
+
+// hogs creates n hog gadgets in ws.
+func hogs(t *testing.T, ws *capnweb.Promise, names ...string) map[string]*capnweb.Promise {
+	t.Helper()
+	out := map[string]*capnweb.Promise{}
+	for _, n := range names {
+		g := ws.Call(ctx, "createGadget", n, hogJS, jsGrants)
+		out[n] = g.Call(ctx, "connect")
+	}
+	return out
+}
+
+// spinning starts a spin call on app and returns a func that waits for its end (its deadline).
+func spinning(t *testing.T, app *capnweb.Promise) func() {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_, _ = app.Call(ctx, "spin").Await(ctx)
+	}()
+	time.Sleep(500 * time.Millisecond) // the spin call reaches its instance
+	return wg.Wait
+}
+
+func TestLiveInstancesQuota(t *testing.T) {
+	s := startServer(t, t.TempDir()+"/a.db", withQuotas(quota.Limits{LiveInstances: 2}))
+	ws := s.user(t, "ada").Call(ctx, "createWorkspace", "home")
+	apps := hogs(t, ws, "a", "b", "c")
+	for _, n := range []string{"a", "b", "c"} { // c evicts a, the least recently used
+		if got := await(t, apps[n].Call(ctx, "ping")); got != "pong" {
+			t.Fatalf("%s.ping = %v", n, got)
+		}
+		if live := s.k.WorkspaceUsage("home")["live_instances"]; live > 2 {
+			t.Fatalf("after %s: %d live instances, quota 2", n, live)
+		}
+	}
+	// b and c busy: a new instance for a finds nothing idle to evict.
+	waitB, waitC := spinning(t, apps["b"]), spinning(t, apps["c"])
+	refused(t, apps["a"].Call(ctx, "ping"), "RESOURCE_EXHAUSTED", "quota live_instances exceeded: workspace home has 2 of 2")
+	waitB()
+	waitC()
+	if got := await(t, apps["a"].Call(ctx, "ping")); got != "pong" {
+		t.Fatalf("a.ping once b and c are idle = %v", got)
+	}
+}
+
+// fillAll fills mib MiB in each app in order, checking that the workspace's or host's memory
+// stays within limit after each.
+func fillAll(t *testing.T, usage func() int64, limit int64, apps ...*capnweb.Promise) {
+	t.Helper()
+	for i, app := range apps {
+		if got := await(t, app.Call(ctx, "fill", 40)); got != float64(40) {
+			t.Fatalf("fill %d = %v", i, got)
+		}
+		used := usage()
+		t.Logf("after fill %d: %.1f MiB", i, float64(used)/mib)
+		if used > limit || used < 40*mib {
+			t.Fatalf("after fill %d: %d MiB used, limit %d MiB", i, used/mib, limit/mib)
+		}
+	}
+}
+
+func TestWorkspaceMemoryQuota(t *testing.T) {
+	const limit = 200 * mib
+	s := startServer(t, t.TempDir()+"/a.db", withQuotas(quota.Limits{WorkspaceMemory: limit}))
+	ws := s.user(t, "ada").Call(ctx, "createWorkspace", "home")
+	apps := hogs(t, ws, "a", "b", "c", "d")
+	usage := func() int64 { return s.k.WorkspaceUsage("home")["workspace_memory"] }
+	// Each holds about 50 MiB after filling 40 and may grow to its 104 MiB budget during a
+	// call: three fit, the fourth evicts the first.
+	fillAll(t, usage, limit, apps["a"], apps["b"], apps["c"], apps["d"])
+	if live := s.k.WorkspaceUsage("home")["live_instances"]; live != 3 {
+		t.Errorf("%d live instances after the fourth fill, want 3 (the first evicted)", live)
+	}
+	fillAll(t, usage, limit, apps["a"]) // a again: evicts the idle b
+	// b busy (it holds its whole budget while it runs), then the quota is lowered: a new
+	// instance finds nothing idle to evict and is refused.
+	wait := spinning(t, apps["b"])
+	s.k.SetQuotas(quota.Limits{WorkspaceMemory: 100 * mib})
+	refused(t, apps["c"].Call(ctx, "ping"), "RESOURCE_EXHAUSTED", "quota workspace_memory exceeded: workspace home has")
+	wait()
+	s.k.SetQuotas(quota.Limits{WorkspaceMemory: limit})
+	if got := await(t, apps["c"].Call(ctx, "ping")); got != "pong" {
+		t.Fatalf("c.ping after b's call = %v", got)
+	}
+}
+
+func TestHostMemoryQuota(t *testing.T) {
+	const limit = 200 * mib
+	s := startServer(t, t.TempDir()+"/a.db", withQuotas(quota.Limits{HostMemory: limit}))
+	home := s.user(t, "ada").Call(ctx, "createWorkspace", "home")
+	other := s.user(t, "bob").Call(ctx, "createWorkspace", "other")
+	mine, theirs := hogs(t, home, "a", "b"), hogs(t, other, "x", "y")
+	usage := func() int64 { return s.k.HostUsage()["host_memory"] }
+	fillAll(t, usage, limit, mine["a"], mine["b"], theirs["x"], theirs["y"]) // y evicts home's a
+	if live := s.k.WorkspaceUsage("home")["live_instances"]; live != 1 {
+		t.Errorf("home has %d live instances after other's fill, want 1 (a evicted)", live)
+	}
+	if got := await(t, mine["a"].Call(ctx, "ping")); got != "pong" { // another tenant's gadget is intact
+		t.Fatalf("a.ping after its eviction = %v", got)
+	}
+	wait := spinning(t, theirs["x"])
+	s.k.SetQuotas(quota.Limits{HostMemory: 100 * mib})
+	refused(t, mine["b"].Call(ctx, "fill", 1), "RESOURCE_EXHAUSTED", "quota host_memory exceeded: this server has")
+	wait()
+	s.k.SetQuotas(quota.Limits{HostMemory: limit})
+	if got := await(t, mine["b"].Call(ctx, "ping")); got != "pong" {
+		t.Fatalf("b.ping after x's call = %v", got)
+	}
+}
+
+func TestCodeRunsQuota(t *testing.T) {
+	s := startServer(t, t.TempDir()+"/a.db", withQuotas(quota.Limits{CodeRuns: 2}))
+	ada := s.user(t, "ada")
+	ws := ada.Call(ctx, "createWorkspace", "home")
+	id := await(t, ws.Call(ctx, "info")).(map[string]any)["id"].(string)
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() { // each on its own stub: calls on one stub run one after the other
+			defer wg.Done()
+			_, _ = ada.Call(ctx, "openWorkspace", id).Call(ctx, "executeCode", `export default async () => { for (;;) {} }`, map[string]any{"timeoutMs": 3000}).Await(ctx)
+		}()
+	}
+	time.Sleep(500 * time.Millisecond) // both snippets are running
+	refused(t, ws.Call(ctx, "executeCode", `export default async () => 1`), "RESOURCE_EXHAUSTED", "quota code_runs exceeded: workspace home has 2 of 2")
+	if runs := s.k.WorkspaceUsage("home")["code_runs"]; runs != 2 {
+		t.Errorf("code_runs in use = %d, want 2", runs)
+	}
+	wg.Wait()
+	if got := await(t, ws.Call(ctx, "executeCode", `export default async () => 1`)).(map[string]any)["value"]; got != float64(1) {
+		t.Fatalf("a snippet after the others ended = %v", got)
+	}
+}
+
+func TestCallsPerSecondQuota(t *testing.T) {
+	s := startServer(t, t.TempDir()+"/a.db", withQuotas(quota.Limits{CallsPerSecond: 20}))
+	ws := s.user(t, "ada").Call(ctx, "createWorkspace", "home")
+	app := hogs(t, ws, "a")["a"]
+	await(t, app.Call(ctx, "ping"))
+	time.Sleep(time.Second) // the bucket is full again
+	// A burst of 100 calls at once: about one second's worth (20) pass.
+	ps := make([]*capnweb.Promise, 100)
+	for i := range ps {
+		ps[i] = app.Call(ctx, "ping")
+	}
+	ok, refusals := 0, 0
+	for _, p := range ps {
+		if _, err := p.Await(ctx); err != nil {
+			refusals++
+		} else {
+			ok++
+		}
+	}
+	if refusals == 0 || ok < 20 || ok > 60 {
+		t.Fatalf("burst of 100: %d passed, %d refused; want about 20 to pass", ok, refusals)
+	}
+	refused(t, app.Call(ctx, "ping"), "RESOURCE_EXHAUSTED", "quota calls_per_second exceeded")
+	// A well-behaved rate (10 a second, half the quota) is never refused.
+	time.Sleep(time.Second)
+	for i := range 10 {
+		if _, err := app.Call(ctx, "ping").Await(ctx); err != nil {
+			t.Fatalf("call %d at 10 a second: %v", i, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
