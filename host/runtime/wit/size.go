@@ -121,9 +121,9 @@ func Overhead(t *Type, w uint64) int64 {
 		}
 		return 0
 	case Result:
-		side, n := t.Ok, int64(6) // {"ok":x}
+		side, n := t.Ok, int64(7) // {"ok":x}
 		if w != 0 {
-			side, n = t.Err, 7
+			side, n = t.Err, 8
 		}
 		if side == nil {
 			n += 4 // null
