@@ -242,6 +242,7 @@ func (a *actor) run(ctx context.Context, fn string, args []any, c *rpcCall) (*re
 	} else {
 		res, err = a.exec.Call(ctx, fn, args...)
 	}
+	err = tooLarge(err, "result")
 	a.lastUsed.Store(now)
 	r := &reply{a: a, res: res, err: err, gate: a.gate, start: start}
 	if err != nil && isTrap(err) {

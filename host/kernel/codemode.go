@@ -326,7 +326,7 @@ func (w *Workspace) executeCode(ctx context.Context, code string, opts CodeOptio
 		env.Bindings[name] = b
 	}
 	start := time.Now()
-	res, err := eng.ExecuteCode(ctx, jsruntime.Code{Source: code, TypeScript: opts.TypeScript}, env, jsruntime.Limits{Timeout: timeout})
+	res, err := eng.ExecuteCode(ctx, jsruntime.Code{Source: code, TypeScript: opts.TypeScript}, env, jsruntime.Limits{Timeout: timeout, MaxResult: w.k.cfg.Limits.MaxResult})
 	took := time.Since(start)
 	out := CodeResult{Value: res.Value, Console: make([]ConsoleLine, len(res.Console))}
 	for i, l := range res.Console {
@@ -335,7 +335,7 @@ func (w *Workspace) executeCode(ctx context.Context, code string, opts CodeOptio
 	outcome := "ok"
 	if err != nil {
 		if out.Error = snippetError(err); out.Error == nil {
-			return CodeResult{}, wrapErr(err, "executeCode")
+			return CodeResult{}, wrapErr(tooLarge(err, "the snippet's value"), "executeCode")
 		}
 		outcome = out.Error.Name + ": " + out.Error.Message
 		if len(outcome) > 200 {

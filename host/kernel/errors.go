@@ -29,6 +29,9 @@ const (
 	// CodeUnavailable: the node running the workspace stopped during the call, so its outcome
 	// is unknown; open the workspace again.
 	CodeUnavailable Code = "UNAVAILABLE"
+	// CodeResourceExhausted: the call needed more of a bounded resource than it may have (a
+	// result too large to send, say); asking for less may succeed.
+	CodeResourceExhausted Code = "RESOURCE_EXHAUSTED"
 )
 
 // Error is a refused call: a message for people and a Code for programs. Over Cap'n Web it
@@ -78,6 +81,8 @@ func codeOf(err error) Code {
 		jsSyn   *jsruntime.SyntaxError
 	)
 	switch {
+	case errors.Is(err, wit.ErrTooLarge):
+		return CodeResourceExhausted
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, runtime.ErrNoExport):
 		return CodeNotFound
 	case errors.Is(err, store.ErrConflict):
@@ -92,4 +97,16 @@ func codeOf(err error) Code {
 		return CodeMoved
 	}
 	return CodeInternal
+}
+
+// tooLarge gives a value refused for its encoded size (a *wit.SizeError in err: a gadget's
+// result, a snippet's value, a gatekeeper's response) the code RESOURCE_EXHAUSTED and a
+// message that says what to do; what names the value. Other errors pass unchanged.
+func tooLarge(err error, what string) error {
+	var se *wit.SizeError
+	if !errors.As(err, &se) {
+		return err
+	}
+	return &Error{Code: CodeResourceExhausted, Err: err, Msg: fmt.Sprintf("%s is about %s encoded, over the %s message limit; return less, e.g. page through it",
+		what, wit.FormatSize(se.Size), wit.FormatSize(se.Limit))}
 }
