@@ -33,11 +33,14 @@ func (e *SizeError) Error() string {
 // Unwrap returns ErrTooLarge.
 func (e *SizeError) Unwrap() error { return ErrTooLarge }
 
-// FormatSize writes a byte count for people: "80 MB", "16 MiB" for exact mebibytes, "512 B".
+// FormatSize writes a byte count for people: "80 MB", "16 MiB" and "256 KiB" for exact
+// mebibytes and kibibytes (as limits are), "512 B".
 func FormatSize(n int64) string {
 	switch {
 	case n >= 1<<20 && n%(1<<20) == 0:
 		return strconv.FormatInt(n>>20, 10) + " MiB"
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return strconv.FormatInt(n>>10, 10) + " KiB"
 	case n >= 1e6:
 		return strconv.FormatInt((n+5e5)/1e6, 10) + " MB"
 	case n >= 1e3:
