@@ -216,21 +216,32 @@ func floatSize(x float64) int64 {
 func StringSize(s string) int64 {
 	n := int64(len(s)) + 2
 	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
-			n++
-		case c < 0x20:
+		n += int64(escapeExtra[s[i]])
+	}
+	if utf8.ValidString(s) {
+		return n
+	}
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
 			n += 5
-		case c >= utf8.RuneSelf:
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && size == 1 {
-				n += 5
-			}
-			i += size - 1
 		}
+		i += size
 	}
 	return n
 }
+
+// escapeExtra is what escaping adds to each byte of a string: 1 for \" \\ \b \f \n \r \t, 5 for
+// the other control characters (\u001f).
+var escapeExtra = func() (t [256]uint8) {
+	for c := range 0x20 {
+		t[c] = 5
+	}
+	for _, c := range "\"\\\b\f\n\r\t" {
+		t[c] = 1
+	}
+	return t
+}()
 
 // MinElemSize is the least encoded size of an element of a list of scalars of kind k, with
 // its separator: what a list of n of them costs at least, before its elements are read.
