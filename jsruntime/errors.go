@@ -64,11 +64,11 @@ func failure(err error, maps map[string]*sourceMap, lim Limits) error {
 	case errors.Is(te, runtime.ErrMemory):
 		return fmt.Errorf("%w: it exceeded its memory cap of %d bytes: %w", ErrStopped, lim.maxMemory(), err)
 	}
-	// Refused by the runtime's bound of the result as a string (see Limits.runtime), which
-	// counts the JSON text's quotes twice: about half of it is the text. The instance was
-	// retired as after a trap, which the error keeps saying.
+	// Refused by the runtime's bound of the result as a string (see Limits.runtime), whose
+	// size is the JSON text's with its quotes escaped: about the text's. The limit is the
+	// script's. The instance was retired as after a trap, which the error keeps saying.
 	if se := (*wit.SizeError)(nil); errors.As(te, &se) {
-		return fmt.Errorf("%w (%w)", &wit.SizeError{Size: se.Size / 2, Limit: lim.MaxResult}, err)
+		return fmt.Errorf("%w (%w)", &wit.SizeError{Size: se.Size, Limit: lim.MaxResult}, err)
 	}
 	return fmt.Errorf("%w: the engine trapped: %w", ErrStopped, err)
 }

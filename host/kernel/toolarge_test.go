@@ -48,6 +48,30 @@ func TestGadgetResultTooLarge(t *testing.T) {
 	}
 }
 
+// TestJSGadgetResultTooLarge has a JS gadget with a kv counter return results past a 1 MiB
+// MaxResult: refused with RESOURCE_EXHAUSTED, the call's own write discarded, and the counter
+// written before intact.
+func TestJSGadgetResultTooLarge(t *testing.T) {
+	s := startServer(t, filepath.Join(t.TempDir(), "a.db"), maxResult)
+	ws, _, _ := home(t, s.user(t, "ada"))
+	src := `export class Gadget {
+  bump() { const n = (this.storage.get("n") ?? 0) + 1; this.storage.put("n", n); return n; }
+  big(n, s) { this.bump(); return s ? "x".repeat(n) : new Array(n).fill(true); }
+}`
+	g := ws.Call(ctx, "createGadget", "big-js", map[string]any{"server.js": src}, jsGrants).Call(ctx, "connect")
+	if n := await(t, g.Call(ctx, "bump")); n != float64(1) {
+		t.Fatalf("bump = %v", n)
+	}
+	refused(t, g.Call(ctx, "big", 1<<20, false), "RESOURCE_EXHAUSTED", "result is about 5 MB encoded, over the 1 MiB message limit")
+	refused(t, g.Call(ctx, "big", 3<<20, true), "RESOURCE_EXHAUSTED", "over the 1 MiB message limit")
+	if n := await(t, g.Call(ctx, "bump")); n != float64(2) {
+		t.Fatalf("bump after the refusals = %v, want 2 (the state before them, the refused calls' writes discarded)", n)
+	}
+	if v := await(t, g.Call(ctx, "big", 3, false)).([]any); len(v) != 3 {
+		t.Fatalf("big(3) = %v", v)
+	}
+}
+
 // TestExecuteCodeResultTooLarge returns snippet values past a 1 MiB MaxResult: refused with
 // RESOURCE_EXHAUSTED, and the workspace runs the next snippet.
 func TestExecuteCodeResultTooLarge(t *testing.T) {
