@@ -430,25 +430,13 @@ func encodeValue(b []byte, v any, caps capEncoder, depth int) ([]byte, error) {
 	case UndefinedType:
 		return append(b, `["undefined"]`...), nil
 	case bool:
-		if v {
-			return append(b, "true"...), nil
-		}
-		return append(b, "false"...), nil
+		return appendBool(b, v), nil
 	case float64:
-		switch {
-		case math.IsNaN(v):
-			return append(b, `["nan"]`...), nil
-		case math.IsInf(v, 1):
-			return append(b, `["inf"]`...), nil
-		case math.IsInf(v, -1):
-			return append(b, `["-inf"]`...), nil
-		}
-		return appendJSONNumber(b, v), nil
+		return appendFloat(b, v), nil
 	case string:
 		return appendJSONString(b, v), nil
 	case *big.Int:
-		b = append(b, `["bigint",`...)
-		return append(appendJSONString(b, v.String()), ']'), nil
+		return appendBigInt(b, v), nil
 	case time.Time:
 		if v.IsZero() {
 			return append(b, `["date",null]`...), nil
@@ -525,7 +513,35 @@ func encodeValue(b []byte, v any, caps capEncoder, depth int) ([]byte, error) {
 		}
 		return caps.encodeWritable(b, v)
 	}
+	if out, ok := encodeTypedList(b, v); ok {
+		return out, nil
+	}
 	return nil, TypeError("cannot serialize value of type %T", v)
+}
+
+func appendBool(b []byte, v bool) []byte {
+	if v {
+		return append(b, "true"...)
+	}
+	return append(b, "false"...)
+}
+
+// appendFloat appends a number, or ["nan"], ["inf"] or ["-inf"].
+func appendFloat(b []byte, v float64) []byte {
+	switch {
+	case math.IsNaN(v):
+		return append(b, `["nan"]`...)
+	case math.IsInf(v, 1):
+		return append(b, `["inf"]`...)
+	case math.IsInf(v, -1):
+		return append(b, `["-inf"]`...)
+	}
+	return appendJSONNumber(b, v)
+}
+
+func appendBigInt(b []byte, v *big.Int) []byte {
+	b = append(b, `["bigint",`...)
+	return append(appendJSONString(b, v.String()), ']')
 }
 
 func encodeError(b []byte, e *Error, caps capEncoder, depth int) ([]byte, error) {

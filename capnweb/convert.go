@@ -119,6 +119,12 @@ func canon(s *Session, v any, depth int) (any, error) {
 		}
 		return out, nil
 	}
+	if isTypedList(v) {
+		if reflect.ValueOf(v).IsNil() {
+			return nil, nil
+		}
+		return v, nil
+	}
 	if isTarget(v) {
 		lt, err := newLocalTarget(s, v)
 		if err != nil {
@@ -377,7 +383,7 @@ func assign(dst reflect.Value, v any) error {
 				return nil
 			}
 		}
-		list, ok := v.([]any)
+		list, ok := boxList(v)
 		if !ok {
 			return fmt.Errorf("expected array, got %s", describe(v))
 		}
@@ -389,7 +395,7 @@ func assign(dst reflect.Value, v any) error {
 		}
 		dst.Set(out)
 	case reflect.Array:
-		list, ok := v.([]any)
+		list, ok := boxList(v)
 		if !ok || len(list) != t.Len() {
 			return fmt.Errorf("expected array of %d, got %s", t.Len(), describe(v))
 		}
@@ -468,6 +474,9 @@ func describe(v any) string {
 		return "object"
 	case *Stub:
 		return "stub"
+	}
+	if isTypedList(v) {
+		return "array"
 	}
 	return fmt.Sprintf("%T", v)
 }

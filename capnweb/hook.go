@@ -154,6 +154,9 @@ func (e errorHook) session() *Session               { return nil }
 func applyToValue(v any, path []any, args []any, isCall bool) (any, error) {
 	cur := v
 	for i, key := range path {
+		if isTypedList(cur) {
+			cur, _ = boxList(cur)
+		}
 		switch c := cur.(type) {
 		case *Stub:
 			h, err := c.hook()

@@ -55,6 +55,9 @@ func (s *Session) decodeCapture(raw any) (*Stub, error) {
 func (s *Session) startMap(input *Promise, caps []*Stub, instrs []any) *Promise {
 	r := newPromiseHook(s)
 	input.whenSettled(func(v any, err error) {
+		if isTypedList(v) {
+			v, _ = boxList(v)
+		}
 		switch val := v.(type) {
 		case nil, UndefinedType:
 			r.settle(val, err)

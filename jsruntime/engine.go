@@ -3,6 +3,7 @@ package jsruntime
 import (
 	"context"
 	_ "embed" // the engine components
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"atelier/host/capability/kv"
 	"atelier/host/capability/log"
 	"atelier/host/runtime"
+	"atelier/host/runtime/wit"
 )
 
 var (
@@ -87,6 +89,10 @@ type Limits struct {
 	// (runtime.InstanceConfig.Account): it may lower the instance's memory cap call by call,
 	// or refuse a call.
 	Account runtime.MemoryAccount
+	// MaxResult bounds the JSON text of what a script returns (a snippet's value, a gadget
+	// method's result), default DefaultMaxResult: a larger one is refused with a
+	// *wit.SizeError before it is decoded.
+	MaxResult int64
 }
 
 // Defaults and maxima of Limits.
@@ -97,6 +103,8 @@ const (
 	DefaultStack   = 512 << 10
 	// MaxStack is three quarters of the engine's 1 MiB wasm stack (see engine/engine.c).
 	MaxStack = 768 << 10
+	// DefaultMaxResult is the runtime's default bound of a result.
+	DefaultMaxResult = runtime.DefaultMaxResult
 )
 
 func (l Limits) withDefaults() (Limits, error) {
@@ -117,6 +125,9 @@ func (l Limits) withDefaults() (Limits, error) {
 	if l.Stack == 0 {
 		l.Stack = DefaultStack
 	}
+	if l.MaxResult <= 0 {
+		l.MaxResult = DefaultMaxResult
+	}
 	return l, nil
 }
 
@@ -124,8 +135,24 @@ func (l Limits) withDefaults() (Limits, error) {
 // 1 MiB stack and the engine's own data.
 func (l Limits) maxMemory() int64 { return l.Memory + l.Memory/2 + 8<<20 }
 
+// runtime gives the engine's instance these limits. Its result is the JSON text as a WIT
+// string, whose estimate counts the quotes in it escaped: twice MaxResult bounds it, and
+// decodeResult checks the text itself.
 func (l Limits) runtime() runtime.Limits {
-	return runtime.Limits{Timeout: l.Timeout, MaxMemory: l.maxMemory()}
+	return runtime.Limits{Timeout: l.Timeout, MaxMemory: l.maxMemory(), MaxResult: 2*l.MaxResult + 2}
+}
+
+// decodeResult decodes the JSON text that an engine call returned into v, refusing a text
+// longer than MaxResult before decoding it.
+func (l Limits) decodeResult(out any, v *any) error {
+	text, _ := out.(string)
+	if int64(len(text)) > l.MaxResult {
+		return &wit.SizeError{Size: int64(len(text)), Limit: l.MaxResult}
+	}
+	if err := json.Unmarshal([]byte(text), v); err != nil {
+		return fmt.Errorf("the engine returned malformed JSON: %w", err)
+	}
+	return nil
 }
 
 // nowNanos is the time the engine's clock (Date.now) shows during one call: the clock does

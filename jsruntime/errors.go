@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"atelier/host/runtime"
+	"atelier/host/runtime/wit"
 )
 
 var (
@@ -62,6 +63,12 @@ func failure(err error, maps map[string]*sourceMap, lim Limits) error {
 		return fmt.Errorf("%w: it ran past its deadline of %v: %w", ErrStopped, lim.Timeout, err)
 	case errors.Is(te, runtime.ErrMemory):
 		return fmt.Errorf("%w: it exceeded its memory budget of %d bytes: %w", ErrStopped, lim.maxMemory(), err)
+	}
+	// Refused by the runtime's bound of the result as a string (see Limits.runtime), whose
+	// size is the JSON text's with its quotes escaped: about the text's. The limit is the
+	// script's. The instance was retired as after a trap, which the error keeps saying.
+	if se := (*wit.SizeError)(nil); errors.As(te, &se) {
+		return fmt.Errorf("%w (%w)", &wit.SizeError{Size: se.Size, Limit: lim.MaxResult}, err)
 	}
 	return fmt.Errorf("%w: the engine trapped: %w", ErrStopped, err)
 }

@@ -124,8 +124,8 @@ func (g *Gadget) Call(ctx context.Context, method string, args ...any) (any, err
 		return nil, fmt.Errorf("gadget %s: call %s: %w", g.cfg.Name, method, failure(err, g.maps, g.cfg.Limits))
 	}
 	var v any
-	if err := json.Unmarshal([]byte(out.(string)), &v); err != nil {
-		return nil, fmt.Errorf("gadget %s: call %s: the engine returned malformed JSON: %w", g.cfg.Name, method, err)
+	if err := g.cfg.Limits.decodeResult(out, &v); err != nil {
+		return nil, fmt.Errorf("gadget %s: call %s: %w", g.cfg.Name, method, err)
 	}
 	return v, nil
 }

@@ -2,7 +2,6 @@ package jsruntime
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sync/atomic"
@@ -102,8 +101,8 @@ func (e *Engine) ExecuteCode(ctx context.Context, code Code, env Env, lim Limits
 	if err != nil {
 		return res, failure(err, maps, lim)
 	}
-	if err := json.Unmarshal([]byte(out.(string)), &res.Value); err != nil {
-		return res, fmt.Errorf("executeCode: the engine returned malformed JSON: %w", err)
+	if err := lim.decodeResult(out, &res.Value); err != nil {
+		return res, fmt.Errorf("executeCode: %w", err)
 	}
 	return res, nil
 }

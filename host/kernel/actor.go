@@ -271,7 +271,7 @@ func (a *actor) run(ctx context.Context, fn string, args []any, c *rpcCall) (*re
 	} else {
 		res, err = a.exec.Call(ctx, fn, args...)
 	}
-	err = a.mem.explain(err)
+	err = tooLarge(a.mem.explain(err), "result")
 	a.lastUsed.Store(now)
 	r := &reply{a: a, res: res, err: err, gate: a.gate, start: start}
 	if err != nil && isTrap(err) {

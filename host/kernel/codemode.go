@@ -336,7 +336,7 @@ func (w *Workspace) executeCode(ctx context.Context, code string, opts CodeOptio
 	}
 	start := time.Now()
 	acc := ov.newAccount(nil)
-	res, err := eng.ExecuteCode(ctx, jsruntime.Code{Source: code, TypeScript: opts.TypeScript}, env, jsruntime.Limits{Timeout: timeout, Account: acc})
+	res, err := eng.ExecuteCode(ctx, jsruntime.Code{Source: code, TypeScript: opts.TypeScript}, env, jsruntime.Limits{Timeout: timeout, Account: acc, MaxResult: w.k.cfg.Limits.MaxResult})
 	err = acc.explain(err)
 	took := time.Since(start)
 	out := CodeResult{Value: res.Value, Console: make([]ConsoleLine, len(res.Console))}
@@ -346,7 +346,7 @@ func (w *Workspace) executeCode(ctx context.Context, code string, opts CodeOptio
 	outcome := "ok"
 	if err != nil {
 		if out.Error = snippetError(err); out.Error == nil {
-			return CodeResult{}, wrapErr(err, "executeCode")
+			return CodeResult{}, wrapErr(tooLarge(err, "the snippet's value"), "executeCode")
 		}
 		outcome = out.Error.Name + ": " + out.Error.Message
 		if len(outcome) > 200 {

@@ -33,7 +33,8 @@ const (
 	// or the caller's address has no signups left; try again later.
 	CodeUnavailable Code = "UNAVAILABLE"
 	// CodeResourceExhausted: a quota or a size bound refused the call (the message names
-	// which, its value and who can raise it); nothing it would have done happened.
+	// which, its value and who can raise it, or how to ask for less); nothing it would have
+	// done happened.
 	CodeResourceExhausted Code = "RESOURCE_EXHAUSTED"
 )
 
@@ -85,7 +86,7 @@ func codeOf(err error) Code {
 		over    *quota.ExceededError
 	)
 	switch {
-	case errors.As(err, &over):
+	case errors.As(err, &over), errors.Is(err, wit.ErrTooLarge):
 		return CodeResourceExhausted
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, runtime.ErrNoExport):
 		return CodeNotFound
@@ -103,4 +104,16 @@ func codeOf(err error) Code {
 		return CodeUnavailable
 	}
 	return CodeInternal
+}
+
+// tooLarge gives a value refused for its encoded size (a *wit.SizeError in err: a gadget's
+// result, a snippet's value, a gatekeeper's response) the code RESOURCE_EXHAUSTED and a
+// message that says what to do; what names the value. Other errors pass unchanged.
+func tooLarge(err error, what string) error {
+	var se *wit.SizeError
+	if !errors.As(err, &se) {
+		return err
+	}
+	return &Error{Code: CodeResourceExhausted, Err: err, Msg: fmt.Sprintf("%s is about %s encoded, over the %s message limit; return less, e.g. page through it",
+		what, wit.FormatSize(se.Size), wit.FormatSize(se.Limit))}
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"atelier/host/gatekeeper"
+	"atelier/host/runtime/wit"
 	"atelier/host/store"
 )
 
@@ -107,6 +108,9 @@ func invokeSession(ctx context.Context, sess *gatekeeper.Session, name, method s
 		return nil, fail(CodeInvalidArgument, "binding %q: arguments are not JSON: %v", name, err)
 	}
 	out, err := sess.Call(ctx, method, string(in))
+	if errors.Is(err, wit.ErrTooLarge) {
+		return nil, wrapErr(tooLarge(err, "its response"), "binding %q: %s", name, method)
+	}
 	if err != nil {
 		return nil, &Error{Code: CodeGadgetError, Msg: "binding " + name + ": " + method + ": " + err.Error(), Err: err}
 	}

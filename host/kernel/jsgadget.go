@@ -178,7 +178,7 @@ func (k *Kernel) jsEngine(ctx context.Context) (*jsruntime.Engine, error) {
 
 // jsLimits are the limits of a JS gadget's calls: the kernel's call timeout.
 func (k *Kernel) jsLimits() jsruntime.Limits {
-	return jsruntime.Limits{Timeout: k.cfg.Limits.Timeout}
+	return jsruntime.Limits{Timeout: k.cfg.Limits.Timeout, MaxResult: k.cfg.Limits.MaxResult}
 }
 
 // checkBundle checks a JS bundle before it is stored: its grants include what the engine

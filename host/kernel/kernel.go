@@ -39,6 +39,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"atelier/capnweb"
 	"atelier/host/auth"
 	"atelier/host/capability/clock"
 	"atelier/host/capability/events"
@@ -58,7 +59,10 @@ type Config struct {
 	Runtime *runtime.Runtime
 	// Store holds everything durable.
 	Store store.Store
-	// Limits bound every gadget call and instance; zero fields take the runtime's defaults.
+	// Limits bound every gadget call and instance; zero fields take the runtime's defaults,
+	// except MaxResult, which bounds the encoded size of a gadget's result, a snippet's value
+	// and a gatekeeper's response: by default Cap'n Web's message limit
+	// (capnweb.DefaultLimits().MaxMessageSize), as a larger one could not be sent.
 	Limits runtime.Limits
 	// Logger receives kernel events; nil uses slog.Default().
 	Logger *slog.Logger
@@ -148,6 +152,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ScheduleTick <= 0 {
 		c.ScheduleTick = 250 * time.Millisecond
+	}
+	if c.Limits.MaxResult <= 0 {
+		c.Limits.MaxResult = int64(capnweb.DefaultLimits().MaxMessageSize)
 	}
 	return c
 }

@@ -56,6 +56,9 @@
 // (Limits.Fuel) needs Config.Fuel. A guest that traps, runs past its deadline, exhausts its
 // fuel or is refused memory at instantiation is retired: the call returns a *TrapError whose
 // Kind (ErrTrap, ErrDeadline, ErrFuel, ErrMemory) errors.Is matches, with the guest backtrace.
+// A result whose JSON encoding would be larger than Limits.MaxResult (estimated part by part
+// while it is lifted, see wit.Overhead) is refused before most of it is copied, and retires
+// the instance the same way (ErrResultTooLarge).
 //
 // The memory budget is enforced by Atelier's own memory creator, which charges every memory's
 // committed bytes (at creation and each growth) to the instance's one budget, records each

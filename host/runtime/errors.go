@@ -23,6 +23,10 @@ var (
 	ErrMemory = errors.New("guest exceeded its memory budget")
 	// ErrFuel: the call used up its fuel (Limits.Fuel). The instance is retired.
 	ErrFuel = errors.New("guest ran out of fuel")
+	// ErrResultTooLarge: the call's result would be larger than Limits.MaxResult once encoded,
+	// and was refused before it was built (TrapError.Host is the *wit.SizeError). The
+	// instance is retired, as the guest may have lost track of what it returned.
+	ErrResultTooLarge = errors.New("result too large")
 	// ErrRetired: the instance was retired by an earlier failure; instantiate again (or use a
 	// Slot, which does it for you).
 	ErrRetired = errors.New("instance retired")
@@ -37,8 +41,9 @@ var (
 )
 
 // TrapError reports a call that ended the instance. Kind is one of ErrTrap, ErrDeadline,
-// ErrMemory or ErrFuel and is what errors.Is matches; Host is the error a host function
-// returned when that caused the trap.
+// ErrMemory, ErrFuel or ErrResultTooLarge and is what errors.Is matches; Host is the error a
+// host function returned when that caused the trap (or the *wit.SizeError that refused a
+// result).
 type TrapError struct {
 	Kind      error
 	Func      string

@@ -64,6 +64,11 @@ type Limits struct {
 	MaxMemory int64
 	// Fuel is the fuel each call may burn (0 = unlimited); needs Config.Fuel.
 	Fuel uint64
+	// MaxResult bounds the estimated size of a call's result once encoded as JSON (see
+	// wit.Overhead), default DefaultMaxResult: a larger result is refused while it is lifted,
+	// before most of it is copied into Go memory, with a *TrapError of kind
+	// ErrResultTooLarge, and retires the instance.
+	MaxResult int64
 }
 
 // Instance is a live component instance. Calls are serialised by a mutex (a Wasmtime store is
@@ -181,6 +186,9 @@ func (l Limits) withDefaults() Limits {
 	if l.MaxMemory <= 0 {
 		l.MaxMemory = DefaultMaxMemory
 	}
+	if l.MaxResult <= 0 {
+		l.MaxResult = DefaultMaxResult
+	}
 	return l
 }
 
@@ -221,14 +229,19 @@ func (in *Instance) callLocked(ctx context.Context, name string, args []any) (an
 		return nil, fmt.Errorf("call %s: %w", name, err)
 	}
 	// The arguments are consumed before the result is appended: one Flat serves both.
-	err = f.Call(ft, &in.vals, &in.vals)
+	err = f.Call(ft, &in.vals, &in.vals, in.cfg.Limits.MaxResult)
 	if err != nil {
 		var ce *capi.Error
-		if !errors.As(err, &ce) {
+		var se *wit.SizeError
+		switch {
+		case errors.As(err, &ce):
+			in.retired = in.classify(name, ce)
+		case errors.As(err, &se):
+			in.retired = &TrapError{Kind: ErrResultTooLarge, Func: name, Message: se.Error(), Host: se}
+		default:
 			in.end()
 			return nil, fmt.Errorf("call %s: %w", name, err) // a conversion bug, not the guest's
 		}
-		in.retired = in.classify(name, ce)
 		in.end()
 		in.release()
 		return nil, in.retired

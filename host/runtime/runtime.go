@@ -27,6 +27,9 @@ const (
 	DefaultTimeout = 10 * time.Second
 	// DefaultMaxMemory caps an instance's linear memories when Limits.MaxMemory is zero.
 	DefaultMaxMemory = 256 << 20
+	// DefaultMaxResult bounds the estimated encoding of a call's result when Limits.MaxResult
+	// is zero: Cap'n Web's largest message (capnweb.DefaultLimits().MaxMessageSize).
+	DefaultMaxResult = 16 << 20
 	// DefaultKeepMemories is how many freed linear memories are kept for reuse when
 	// Config.KeepMemories is zero.
 	DefaultKeepMemories = 16

@@ -19,6 +19,7 @@ import (
 	"atelier/host/gatekeeper"
 	"atelier/host/gatekeeper/extism"
 	"atelier/host/runtime"
+	"atelier/host/runtime/wit"
 )
 
 // plugin is an Extism plugin the tests build once per test process.
@@ -226,9 +227,10 @@ func TestSecretNeverInExtism(t *testing.T) {
 	}
 }
 
-// TestExtismLimits: the account's limits become the plugin's memory cap and call timeout. A
-// plugin over its memory cap does not run; a call that waits past its deadline fails and
-// retires the instance; the engine still starts working instances afterwards.
+// TestExtismLimits: the account's limits become the plugin's memory cap, call timeout and
+// output bound. A plugin over its memory cap does not run; a call that waits past its deadline
+// fails and retires the instance; the engine still starts working instances afterwards; an
+// output past MaxResult is refused with a *wit.SizeError.
 func TestExtismLimits(t *testing.T) {
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -292,6 +294,17 @@ func TestExtismLimits(t *testing.T) {
 	defer fresh.Close()
 	if ts, err := fresh.TypeScriptTypes(ctx); err != nil || !strings.Contains(ts, "interface Notebook") {
 		t.Fatalf("a fresh instance after the limits: %q %v", ts, err)
+	}
+
+	terse := acct
+	terse.Limits = runtime.Limits{MaxResult: 64}
+	in, err = g.Start(ctx, terse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	if ts, err := in.TypeScriptTypes(ctx); !errors.Is(err, wit.ErrTooLarge) {
+		t.Fatalf("an output past a 64-byte MaxResult: %q %v", ts, err)
 	}
 }
 

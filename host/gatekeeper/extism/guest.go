@@ -17,6 +17,7 @@ import (
 	"atelier/host/capability/outboundhttp"
 	"atelier/host/gatekeeper"
 	"atelier/host/runtime"
+	"atelier/host/runtime/wit"
 )
 
 // code is the gatekeeper.Code of an extism package. Its plugin is compiled once per memory
@@ -74,6 +75,9 @@ func (c *code) Start(ctx context.Context, cfg gatekeeper.GuestConfig) (gatekeepe
 	}
 	if maxMemory <= 0 {
 		maxMemory = runtime.DefaultMaxMemory
+	}
+	if cfg.Limits.MaxResult <= 0 {
+		cfg.Limits.MaxResult = runtime.DefaultMaxResult
 	}
 	compiled, err := c.plugin(ctx, uint32(max(1, maxMemory>>16)))
 	if err != nil {
@@ -167,6 +171,8 @@ func (g *Guest) callRaw(ctx context.Context, fn string, input []byte) ([]byte, e
 		return nil, err
 	case rc != 0:
 		return nil, fmt.Errorf("%s returned %d without an error message", exportName(fn), rc)
+	case int64(len(output)) > g.cfg.Limits.MaxResult: // JSON, about its own encoded size
+		return nil, fmt.Errorf("%s: %w", exportName(fn), &wit.SizeError{Size: int64(len(output)), Limit: g.cfg.Limits.MaxResult})
 	}
 	return output, nil
 }

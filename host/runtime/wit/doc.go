@@ -12,6 +12,9 @@
 //	char               string holding exactly one Unicode scalar  string
 //	string             string (valid UTF-8)                      string
 //	list<u8>           []byte, or a slice of numbers             []byte
+//	list<S>, S another []any or any slice/array (a slice of      []bool, []int8 ... []uint64,
+//	scalar             the list's own Go type is taken as it is)  []float32, []float64; []string
+//	                                                             for list<char>
 //	list<T>            []any or any slice/array                  []any
 //	record             map[string]any (or any map with string    map[string]any
 //	                   keys) with the WIT field names; a missing
@@ -40,7 +43,7 @@
 //
 // # Canonical values (what internal/capi uses)
 //
-// The canonical form is a Flat: the scalars, strings and byte lists of one or more values in
+// The canonical form is a Flat: the scalars, strings and scalar lists of one or more values in
 // the order a walk of their types meets them, with no tree and no boxing. Lower appends to a
 // Flat, Lift consumes from one; internal/capi reads and writes the same layout against
 // Wasmtime's C values. A Flat is reused from call to call, so a conversion allocates only
@@ -48,4 +51,11 @@
 //
 // At the function boundary, LowerReturn and LiftReturn unwrap a WIT `result`: they take and
 // give the payload of one side and whether it is the error side.
+//
+// # Sizes
+//
+// A lifted value is sent on as JSON. Overhead, StringSize and ListSize give the encoded size of
+// its parts from the canonical form, and a Budget adds them up against a limit, so that
+// internal/capi refuses a value too large to send (a *SizeError) while lifting it, before
+// most of it is copied into Go memory.
 package wit

@@ -13,8 +13,10 @@ import (
 //	bool, integers, char    one word (signed values sign-extended, char as its code point)
 //	f32, f64                one word holding the IEEE bits
 //	string                  one string
-//	list<u8>                one byte slice
-//	list<T>                 one word (the length), then the elements
+//	list<S>, S a scalar     one typed slice (see Scalar): []bool, []int8, []byte, []int16,
+//	                        []uint16, []int32, []uint32, []int64, []uint64, []float32,
+//	                        []float64, or []rune for char
+//	list<T>, other T        one word (the length), then the elements
 //	record, tuple           the fields or elements, in order
 //	variant                 one word (the case index), then the payload if the case has one
 //	enum                    one word (the case index)
@@ -28,21 +30,23 @@ import (
 type Flat struct {
 	Words []uint64
 	Strs  []string
-	Bytes [][]byte
-	// read positions of Word, Str and Byte
-	w, s, b int
+	// Lists holds the lists of scalars, each one typed slice: a list costs its elements'
+	// natural size, not a word each.
+	Lists []any
+	// read positions of Word, Str and List
+	w, s, l int
 }
 
 // ErrFlatShort reports a Flat that ends before its type says it should (or holds a case,
 // option or result discriminant out of range): a bug in whatever produced it.
 var ErrFlatShort = errors.New("canonical value does not match its type")
 
-// Reset empties f for reuse, dropping its references to strings and byte slices.
+// Reset empties f for reuse, dropping its references to strings and lists.
 func (f *Flat) Reset() {
 	clear(f.Strs)
-	clear(f.Bytes)
-	f.Words, f.Strs, f.Bytes = f.Words[:0], f.Strs[:0], f.Bytes[:0]
-	f.w, f.s, f.b = 0, 0, 0
+	clear(f.Lists)
+	f.Words, f.Strs, f.Lists = f.Words[:0], f.Strs[:0], f.Lists[:0]
+	f.w, f.s, f.l = 0, 0, 0
 }
 
 // PutWord appends a word.
@@ -51,8 +55,8 @@ func (f *Flat) PutWord(x uint64) { f.Words = append(f.Words, x) }
 // PutStr appends a string.
 func (f *Flat) PutStr(s string) { f.Strs = append(f.Strs, s) }
 
-// PutBytes appends a byte list.
-func (f *Flat) PutBytes(b []byte) { f.Bytes = append(f.Bytes, b) }
+// PutList appends a list of scalars, a typed slice (see Scalar).
+func (f *Flat) PutList(x any) { f.Lists = append(f.Lists, x) }
 
 // Word consumes the next word; ok is false when there is none.
 func (f *Flat) Word() (x uint64, ok bool) {
@@ -72,17 +76,21 @@ func (f *Flat) Str() (s string, ok bool) {
 	return f.Strs[f.s-1], true
 }
 
-// ByteList consumes the next byte list; ok is false when there is none.
-func (f *Flat) ByteList() (b []byte, ok bool) {
-	if f.b >= len(f.Bytes) {
+// List consumes the next list of scalars; ok is false when there is none.
+func (f *Flat) List() (x any, ok bool) {
+	if f.l >= len(f.Lists) {
 		return nil, false
 	}
-	f.b++
-	return f.Bytes[f.b-1], true
+	f.l++
+	return f.Lists[f.l-1], true
 }
 
 // Rewind moves the read positions back to the start (to read the same values again).
-func (f *Flat) Rewind() { f.w, f.s, f.b = 0, 0, 0 }
+func (f *Flat) Rewind() { f.w, f.s, f.l = 0, 0, 0 }
+
+// Left is how many words, strings and lists f has left to read: a bound on the elements a
+// list length read from f may claim, as each element takes one at least.
+func (f *Flat) Left() int { return len(f.Words) - f.w + len(f.Strs) - f.s + len(f.Lists) - f.l }
 
 // Index consumes a word that must be below n (a case index or a discriminant).
 func (f *Flat) Index(n int) (int, bool) {

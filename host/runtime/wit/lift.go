@@ -71,14 +71,15 @@ func (cv Converter) lift(t *Type, f *Flat) (any, error) {
 		}
 		return nil, shortError(t)
 	case List:
-		if t.Elem.Kind == U8 {
-			if b, ok := f.ByteList(); ok {
-				return b, nil
+		if k := t.Elem.Kind; k.Scalar() {
+			x, ok := f.List()
+			if _, isList := ListOf(k, x); !ok || !isList {
+				return nil, shortError(t)
 			}
-			return nil, shortError(t)
+			return liftList(k, x), nil
 		}
 		n, ok := f.Word()
-		if !ok || n > uint64(len(f.Words)+len(f.Strs)+len(f.Bytes)) { // each element takes one at least
+		if !ok || n > uint64(f.Left()) { // each element takes one at least
 			return nil, shortError(t)
 		}
 		return cv.liftSeq(f, int(n), func(int) *Type { return t.Elem })

@@ -82,59 +82,15 @@ func b2w(b bool) uint64 {
 }
 
 func (cv Converter) lower(t *Type, v any, f *Flat) error {
+	if t.Kind.Scalar() {
+		w, err := lowerScalar(t, v)
+		if err != nil {
+			return err
+		}
+		f.PutWord(w)
+		return nil
+	}
 	switch t.Kind {
-	case Bool:
-		b, ok := v.(bool)
-		if !ok {
-			return mismatch(t, v)
-		}
-		f.PutWord(b2w(b))
-	case S8, S16, S32, S64:
-		n, ok := toNumber(v)
-		if !ok {
-			return mismatch(t, v)
-		}
-		i, ok := n.signed(intBits(t.Kind))
-		if !ok {
-			return errorf("%v is out of range for %s", v, t.Kind)
-		}
-		f.PutWord(uint64(i))
-	case U8, U16, U32, U64:
-		n, ok := toNumber(v)
-		if !ok {
-			return mismatch(t, v)
-		}
-		u, ok := n.unsigned(intBits(t.Kind))
-		if !ok {
-			return errorf("%v is out of range for %s", v, t.Kind)
-		}
-		f.PutWord(u)
-	case F32:
-		n, ok := toNumber(v)
-		if !ok {
-			return mismatch(t, v)
-		}
-		x := n.float()
-		if !math.IsInf(x, 0) && !math.IsNaN(x) && math.Abs(x) > math.MaxFloat32 {
-			return errorf("%v is out of range for f32", v)
-		}
-		f.PutWord(uint64(math.Float32bits(float32(x))))
-	case F64:
-		n, ok := toNumber(v)
-		if !ok {
-			return mismatch(t, v)
-		}
-		f.PutWord(math.Float64bits(n.float()))
-	case Char:
-		s, ok := v.(string)
-		if !ok {
-			return mismatch(t, v)
-		}
-		r, size := utf8.DecodeRuneInString(s)
-		if size == 0 || size != len(s) || (r == utf8.RuneError && size == 1) {
-			return errorf("want exactly one Unicode scalar value, got %q", s)
-		}
-		f.PutWord(uint64(r))
 	case String:
 		s, ok := v.(string)
 		if !ok {
@@ -188,6 +144,65 @@ func (cv Converter) lower(t *Type, v any, f *Flat) error {
 	return nil
 }
 
+// lowerScalar checks the JSON-ish scalar v against the scalar type t and returns its canonical
+// word.
+func lowerScalar(t *Type, v any) (uint64, error) {
+	switch t.Kind {
+	case Bool:
+		b, ok := v.(bool)
+		if !ok {
+			return 0, mismatch(t, v)
+		}
+		return b2w(b), nil
+	case S8, S16, S32, S64:
+		n, ok := toNumber(v)
+		if !ok {
+			return 0, mismatch(t, v)
+		}
+		i, ok := n.signed(intBits(t.Kind))
+		if !ok {
+			return 0, errorf("%v is out of range for %s", v, t.Kind)
+		}
+		return uint64(i), nil
+	case U8, U16, U32, U64:
+		n, ok := toNumber(v)
+		if !ok {
+			return 0, mismatch(t, v)
+		}
+		u, ok := n.unsigned(intBits(t.Kind))
+		if !ok {
+			return 0, errorf("%v is out of range for %s", v, t.Kind)
+		}
+		return u, nil
+	case F32:
+		n, ok := toNumber(v)
+		if !ok {
+			return 0, mismatch(t, v)
+		}
+		x := n.float()
+		if !math.IsInf(x, 0) && !math.IsNaN(x) && math.Abs(x) > math.MaxFloat32 {
+			return 0, errorf("%v is out of range for f32", v)
+		}
+		return uint64(math.Float32bits(float32(x))), nil
+	case F64:
+		n, ok := toNumber(v)
+		if !ok {
+			return 0, mismatch(t, v)
+		}
+		return math.Float64bits(n.float()), nil
+	}
+	// Char
+	s, ok := v.(string)
+	if !ok {
+		return 0, mismatch(t, v)
+	}
+	r, size := utf8.DecodeRuneInString(s)
+	if size == 0 || size != len(s) || (r == utf8.RuneError && size == 1) {
+		return 0, errorf("want exactly one Unicode scalar value, got %q", s)
+	}
+	return uint64(r), nil
+}
+
 func intBits(k Kind) uint {
 	switch k {
 	case S8, U8:
@@ -201,28 +216,25 @@ func intBits(k Kind) uint {
 }
 
 func (cv Converter) lowerList(t *Type, v any, f *Flat) error {
-	if b, ok := v.([]byte); ok && t.Elem.Kind == U8 {
-		f.PutBytes(b)
+	k := t.Elem.Kind
+	if _, ok := ListOf(k, v); ok && k != Char { // already canonical ([]rune may hold non-chars)
+		f.PutList(v)
 		return nil
 	}
 	elems, ok := asSlice(v)
 	if !ok {
 		return mismatch(t, v)
 	}
-	if t.Elem.Kind == U8 { // numbers, as JSON has them
-		b := make([]byte, len(elems))
+	if k.Scalar() {
+		x := MakeList(k, len(elems)).Interface()
 		for i, e := range elems {
-			n, ok := toNumber(e)
-			if !ok {
-				return under(mismatch(t.Elem, e), index(i))
+			w, err := lowerScalar(t.Elem, e)
+			if err != nil {
+				return under(err, index(i))
 			}
-			u, ok := n.unsigned(8)
-			if !ok {
-				return under(errorf("%v is out of range for u8", e), index(i))
-			}
-			b[i] = byte(u)
+			setWord(x, i, w)
 		}
-		f.PutBytes(b)
+		f.PutList(x)
 		return nil
 	}
 	f.PutWord(uint64(len(elems)))

@@ -119,7 +119,7 @@ func (bi *BareInstance) Func(name string) (BareFunc, error) {
 
 // Call calls the function with the canonical arguments in args and appends the canonical result
 // to res (see wit.Flat): the Go values a caller reads its results from, like a struct.
-func (f BareFunc) Call(args, res *wit.Flat) error { return f.f.Call(f.ft, args, res) }
+func (f BareFunc) Call(args, res *wit.Flat) error { return f.f.Call(f.ft, args, res, 0) }
 
 // Close deletes the store.
 func (bi *BareInstance) Close() { bi.s.Close() }

@@ -10,6 +10,8 @@ import (
 	"io"
 	"runtime/cgo"
 	"unsafe"
+
+	"atelier/host/runtime/wit"
 )
 
 //export atlHostCall
@@ -33,8 +35,9 @@ func atlHostCall(env unsafe.Pointer, ctx *C.wasmtime_context_t, _ *C.wasmtime_co
 	}
 	in, out := &s.hostArgs, &s.hostRes
 	defer func() { in.Reset(); out.Reset() }() // drop references to Go values
+	s.budget = wit.Budget{}                    // a host function's arguments are not sent on
 	for i := range cargs {
-		if err := s.lift(ft.Params[i].Type, &cargs[i], in, true); err != nil {
+		if err := s.lift(ft.Params[i].Type, &cargs[i], in, true, &s.budget); err != nil {
 			return newCError(fmt.Sprintf("host function %s: %v", hf.Name, err))
 		}
 	}

@@ -26,8 +26,11 @@ func (in *Instance) Func(x *ExportIndex) (Func, bool) {
 
 // Call calls f with the canonical arguments in args (see wit.Flat; read from its current
 // position), runs post-return, and appends the canonical result to res (nothing when ft has
-// none). Errors from the guest are *Error values; anything else is a bug in the caller.
-func (f Func) Call(ft *wit.FuncType, args, res *wit.Flat) error {
+// none). Errors from the guest are *Error values. A result whose estimated encoding passes
+// maxResult bytes (0: no limit) is refused with a *wit.SizeError as soon as the lifting finds
+// out, before the rest is copied (res then holds part of it). Anything else is a bug in the
+// caller.
+func (f Func) Call(ft *wit.FuncType, args, res *wit.Flat, maxResult int64) error {
 	nargs, nres := len(ft.Params), 0
 	if ft.Result != nil {
 		nres = 1
@@ -35,7 +38,7 @@ func (f Func) Call(ft *wit.FuncType, args, res *wit.Flat) error {
 	s := f.s
 	m, lent := s.arena.mark(), len(s.lent)
 	buf := vals((*C.wasmtime_component_val_t)(s.arena.alloc(uintptr(nargs+nres)*uintptr(valSize))), C.size_t(nargs+nres))
-	err := f.call(ft, buf[:nargs], buf[nargs:], args, res)
+	err := f.call(ft, buf[:nargs], buf[nargs:], args, res, maxResult)
 	if nres > 0 { // the result is Wasmtime's; the arguments were lent (see Store.lower)
 		C.wasmtime_component_val_delete(&buf[nargs])
 	}
@@ -48,7 +51,7 @@ func (f Func) Call(ft *wit.FuncType, args, res *wit.Flat) error {
 	return err
 }
 
-func (f Func) call(ft *wit.FuncType, cargs, cres []C.wasmtime_component_val_t, args, res *wit.Flat) error {
+func (f Func) call(ft *wit.FuncType, cargs, cres []C.wasmtime_component_val_t, args, res *wit.Flat, maxResult int64) error {
 	s := f.s
 	for i := range cargs {
 		if err := s.lower(ft.Params[i].Type, args, &cargs[i], false); err != nil {
@@ -66,7 +69,8 @@ func (f Func) call(ft *wit.FuncType, cargs, cres []C.wasmtime_component_val_t, a
 		return takeError(err)
 	}
 	if len(cres) > 0 { // post-return has run: the result is the C API's copy
-		return s.lift(ft.Result, &cres[0], res, false)
+		s.budget = wit.Budget{Limit: maxResult}
+		return s.lift(ft.Result, &cres[0], res, false, &s.budget)
 	}
 	return nil
 }

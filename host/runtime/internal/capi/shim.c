@@ -80,26 +80,58 @@ void atl_frame(const wasm_frame_vec_t *trace, size_t i, const wasm_name_t **func
   *module_offset = wasm_frame_module_offset(f);
 }
 
-void atl_vals_from_bytes(wasmtime_component_val_t *out, const uint8_t *b, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    out[i].kind = WASMTIME_COMPONENT_U8;
-    out[i].of.u8 = b[i];
+// ATL_SCALARS expands X(kind, union field, C element type) once per scalar kind.
+#define ATL_SCALARS(X)                          \
+  X(WASMTIME_COMPONENT_BOOL, boolean, bool)     \
+  X(WASMTIME_COMPONENT_S8, s8, int8_t)          \
+  X(WASMTIME_COMPONENT_U8, u8, uint8_t)         \
+  X(WASMTIME_COMPONENT_S16, s16, int16_t)       \
+  X(WASMTIME_COMPONENT_U16, u16, uint16_t)      \
+  X(WASMTIME_COMPONENT_S32, s32, int32_t)       \
+  X(WASMTIME_COMPONENT_U32, u32, uint32_t)      \
+  X(WASMTIME_COMPONENT_S64, s64, int64_t)       \
+  X(WASMTIME_COMPONENT_U64, u64, uint64_t)      \
+  X(WASMTIME_COMPONENT_F32, f32, float)         \
+  X(WASMTIME_COMPONENT_F64, f64, double)        \
+  X(WASMTIME_COMPONENT_CHAR, character, uint32_t)
+
+void atl_vals_from_scalars(wasmtime_component_val_t *out, wasmtime_component_valkind_t kind,
+                           const void *in, size_t n) {
+  switch (kind) {
+#define FROM(K, F, T)                  \
+  case K:                              \
+    for (size_t i = 0; i < n; i++) {   \
+      out[i].kind = K;                 \
+      out[i].of.F = ((const T *)in)[i]; \
+    }                                  \
+    break;
+    ATL_SCALARS(FROM)
+#undef FROM
   }
 }
 
-void atl_vallist_from_bytes(wasmtime_component_vallist_t *list, const uint8_t *b, size_t n,
-                            wasmtime_component_val_t *scratch) {
-  atl_vals_from_bytes(scratch, b, n);
+void atl_vallist_from_scalars(wasmtime_component_vallist_t *list,
+                              wasmtime_component_valkind_t kind, const void *in, size_t n,
+                              wasmtime_component_val_t *scratch) {
+  atl_vals_from_scalars(scratch, kind, in, n);
   wasmtime_component_vallist_new(list, n, scratch);
 }
 
-size_t atl_vals_to_bytes(const wasmtime_component_val_t *in, size_t n, uint8_t *out) {
-  for (size_t i = 0; i < n; i++) {
-    if (in[i].kind != WASMTIME_COMPONENT_U8)
-      return i;
-    out[i] = in[i].of.u8;
+size_t atl_vals_to_scalars(const wasmtime_component_val_t *in, size_t n,
+                           wasmtime_component_valkind_t kind, void *out) {
+  switch (kind) {
+#define TO(K, F, T)                    \
+  case K:                              \
+    for (size_t i = 0; i < n; i++) {   \
+      if (in[i].kind != K)             \
+        return i;                      \
+      ((T *)out)[i] = in[i].of.F;      \
+    }                                  \
+    return n;
+    ATL_SCALARS(TO)
+#undef TO
   }
-  return n;
+  return 0;
 }
 
 void atl_valrecord_new(wasmtime_component_valrecord_t *rec, size_t n, const wasm_name_t *names) {

@@ -26,15 +26,19 @@ void atl_wasi_stderr(wasi_config_t *cfg, uintptr_t handle);
 // Reads a store's data (the cgo.Handle given to atl_store_new) back from a context.
 uintptr_t atl_context_handle(wasmtime_context_t *ctx);
 
-// Byte lists: the C API has one value per byte, so these loops stand in for a bytes type.
-// Sets out[0..n) to the u8 values of b.
-void atl_vals_from_bytes(wasmtime_component_val_t *out, const uint8_t *b, size_t n);
-// Sets list to a new Wasmtime-owned list of the u8 values of b, staged in scratch (n values).
-void atl_vallist_from_bytes(wasmtime_component_vallist_t *list, const uint8_t *b, size_t n,
-                            wasmtime_component_val_t *scratch);
-// Copies the u8 values in[0..n) to out. Returns n, or the index of the first value that is not
-// a u8 (out is then partly written).
-size_t atl_vals_to_bytes(const wasmtime_component_val_t *in, size_t n, uint8_t *out);
+// Lists of scalars (bool, integers, floats, char): the C API has one value per element, so
+// these loops stand in for typed lists. `in` and `out` are arrays of the kind's C type (bool,
+// int8_t ... uint64_t, float, double, uint32_t for char). Sets out[0..n) to the values of in.
+void atl_vals_from_scalars(wasmtime_component_val_t *out, wasmtime_component_valkind_t kind,
+                           const void *in, size_t n);
+// Sets list to a new Wasmtime-owned list of the values of in, staged in scratch (n values).
+void atl_vallist_from_scalars(wasmtime_component_vallist_t *list,
+                              wasmtime_component_valkind_t kind, const void *in, size_t n,
+                              wasmtime_component_val_t *scratch);
+// Copies the values in[0..n) of the scalar kind to out. Returns n, or the index of the first
+// value of another kind (out is then partly written).
+size_t atl_vals_to_scalars(const wasmtime_component_val_t *in, size_t n,
+                           wasmtime_component_valkind_t kind, void *out);
 
 // Sets rec to a new Wasmtime-owned record of n entries, entry i named with a copy of names[i],
 // each value the zero value (bool false, which Wasmtime can always delete).

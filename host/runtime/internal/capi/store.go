@@ -57,6 +57,8 @@ type Store struct {
 
 	// hostArgs and hostRes carry the values of host function calls (one at a time per store).
 	hostArgs, hostRes wit.Flat
+	// budget counts the value being lifted (a host function's arguments or a call's result).
+	budget wit.Budget
 }
 
 // NewStore creates a store with a WASI context that has no arguments, no environment, no stdin,

@@ -6,6 +6,7 @@ import "C"
 import (
 	"fmt"
 	"math/bits"
+	"strings"
 	"unsafe"
 
 	"atelier/host/runtime/wit"
@@ -31,14 +32,6 @@ func vals(p *C.wasmtime_component_val_t, n C.size_t) []C.wasmtime_component_val_
 		return nil
 	}
 	return unsafe.Slice(p, int(n))
-}
-
-// goString copies a C name or string.
-func goString(n *C.wasm_name_t) string {
-	if n.size == 0 {
-		return ""
-	}
-	return string(unsafe.Slice((*byte)(unsafe.Pointer(n.data)), int(n.size)))
 }
 
 // nameIndex returns the index of the entry of names equal to the C name, or -1.
@@ -97,71 +90,76 @@ func shortError(t *wit.Type) error {
 // stays owned by the caller. Resources are cloned into the store's handle table, except with
 // host set (the arguments of a host function), where they are host-defined: their word is
 // HostResourceWord(type, rep), and an own<R> passes to the host (the guest no longer has it).
-func (s *Store) lift(t *wit.Type, c *C.wasmtime_component_val_t, f *wit.Flat, host bool) error {
+//
+// Each part is charged to b at its estimated encoded size (wit.Overhead, StringSize, ListSize)
+// before it is copied out of C memory, so a value too large for b stops with its
+// *wit.SizeError having allocated about b.Limit at most.
+func (s *Store) lift(t *wit.Type, c *C.wasmtime_component_val_t, f *wit.Flat, host bool, b *wit.Budget) error {
 	if c.kind != cKind(t.Kind) {
 		return kindError(t, c)
 	}
 	p := unionOf(c)
+	var w uint64 // the canonical word, for the kinds that have one
 	switch t.Kind {
 	case wit.Bool:
-		f.PutWord(b2w(bool(*(*C.bool)(p))))
+		w = b2w(bool(*(*C.bool)(p)))
 	case wit.S8:
-		f.PutWord(uint64(*(*int8)(p)))
+		w = uint64(*(*int8)(p))
 	case wit.U8:
-		f.PutWord(uint64(*(*uint8)(p)))
+		w = uint64(*(*uint8)(p))
 	case wit.S16:
-		f.PutWord(uint64(*(*int16)(p)))
+		w = uint64(*(*int16)(p))
 	case wit.U16:
-		f.PutWord(uint64(*(*uint16)(p)))
+		w = uint64(*(*uint16)(p))
 	case wit.S32:
-		f.PutWord(uint64(*(*int32)(p)))
+		w = uint64(*(*int32)(p))
 	case wit.U32, wit.F32, wit.Char:
-		f.PutWord(uint64(*(*uint32)(p)))
+		w = uint64(*(*uint32)(p))
 	case wit.S64, wit.U64, wit.F64:
-		f.PutWord(*(*uint64)(p))
+		w = *(*uint64)(p)
 	case wit.String:
-		f.PutStr(goString((*C.wasm_name_t)(p)))
+		n := (*C.wasm_name_t)(p)
+		var view string
+		if n.size > 0 {
+			view = unsafe.String((*byte)(unsafe.Pointer(n.data)), int(n.size))
+		}
+		if err := b.Charge(wit.StringSize(view)); err != nil {
+			return err
+		}
+		f.PutStr(strings.Clone(view))
+		return nil
 	case wit.List:
-		lv := (*C.wasmtime_component_vallist_t)(p)
-		elems := vals(lv.data, lv.size)
-		if t.Elem.Kind == wit.U8 {
-			out := make([]byte, len(elems)) // the one copy of the bytes
-			if len(elems) > 0 {
-				if i := int(C.atl_vals_to_bytes(lv.data, lv.size, (*C.uint8_t)(&out[0]))); i < len(elems) {
-					return kindError(t.Elem, &elems[i])
-				}
-			}
-			f.PutBytes(out)
-			return nil
-		}
-		f.PutWord(uint64(len(elems)))
-		for i := range elems {
-			if err := s.lift(t.Elem, &elems[i], f, host); err != nil {
-				return err
-			}
-		}
+		return s.liftList(t, (*C.wasmtime_component_vallist_t)(p), f, host, b)
 	case wit.Record:
 		rv := (*C.wasmtime_component_valrecord_t)(p)
 		if int(rv.size) != len(t.Fields) {
 			return kindError(t, c)
 		}
+		if err := b.Charge(wit.Overhead(t, 0)); err != nil {
+			return err
+		}
 		entries := unsafe.Slice(rv.data, int(rv.size))
 		for i := range entries {
-			if err := s.lift(t.Fields[i].Type, &entries[i].val, f, host); err != nil {
+			if err := s.lift(t.Fields[i].Type, &entries[i].val, f, host, b); err != nil {
 				return err
 			}
 		}
+		return nil
 	case wit.Tuple:
 		tv := (*C.wasmtime_component_valtuple_t)(p)
 		if int(tv.size) != len(t.Elems) {
 			return kindError(t, c)
 		}
+		if err := b.Charge(wit.Overhead(t, 0)); err != nil {
+			return err
+		}
 		elems := vals(tv.data, tv.size)
 		for i := range elems {
-			if err := s.lift(t.Elems[i], &elems[i], f, host); err != nil {
+			if err := s.lift(t.Elems[i], &elems[i], f, host, b); err != nil {
 				return err
 			}
 		}
+		return nil
 	case wit.Variant:
 		vv := (*C.wasmtime_component_valvariant_t)(p)
 		i := -1
@@ -174,24 +172,19 @@ func (s *Store) lift(t *wit.Type, c *C.wasmtime_component_val_t, f *wit.Flat, ho
 		if i < 0 || (t.Cases[i].Type != nil) != (vv.val != nil) {
 			return kindError(t, c)
 		}
-		f.PutWord(uint64(i))
-		if vv.val != nil {
-			return s.lift(t.Cases[i].Type, vv.val, f, host)
-		}
+		return s.liftPayload(t, uint64(i), t.Cases[i].Type, vv.val, f, host, b)
 	case wit.Enum:
 		i := nameIndex((*C.wasm_name_t)(p), t.Names)
 		if i < 0 {
 			return kindError(t, c)
 		}
-		f.PutWord(uint64(i))
+		w = uint64(i)
 	case wit.Option:
 		inner := *(**C.wasmtime_component_val_t)(p)
 		if inner == nil {
-			f.PutWord(0)
-			return nil
+			return s.liftPayload(t, 0, nil, nil, f, host, b)
 		}
-		f.PutWord(1)
-		return s.lift(t.Elem, inner, f, host)
+		return s.liftPayload(t, 1, t.Elem, inner, f, host, b)
 	case wit.Result:
 		rv := (*C.wasmtime_component_valresult_t)(p)
 		side := t.Ok
@@ -201,23 +194,21 @@ func (s *Store) lift(t *wit.Type, c *C.wasmtime_component_val_t, f *wit.Flat, ho
 		if (side != nil) != (rv.val != nil) {
 			return kindError(t, c)
 		}
-		f.PutWord(b2w(!bool(rv.is_ok)))
-		if side != nil {
-			return s.lift(side, rv.val, f, host)
-		}
+		return s.liftPayload(t, b2w(!bool(rv.is_ok)), side, rv.val, f, host, b)
 	case wit.Flags:
 		fv := (*C.wasmtime_component_valflags_t)(p)
-		var set uint64
 		names := unsafe.Slice(fv.data, int(fv.size))
 		for i := range names {
 			j := nameIndex(&names[i], t.Names)
 			if j < 0 || j >= wit.MaxFlags {
 				return kindError(t, c)
 			}
-			set |= 1 << j
+			w |= 1 << j
 		}
-		f.PutWord(set)
 	case wit.Own, wit.Borrow:
+		if err := b.Charge(wit.Overhead(t, 0)); err != nil {
+			return err
+		}
 		r := *(**C.wasmtime_component_resource_any_t)(p)
 		if !host {
 			f.PutWord(uint64(s.addResource(C.wasmtime_component_resource_any_clone(r))))
@@ -228,9 +219,62 @@ func (s *Store) lift(t *wit.Type, c *C.wasmtime_component_val_t, f *wit.Flat, ho
 			return fmt.Errorf("capi: %s is not a host resource: %w", t, err)
 		}
 		f.PutWord(HostResourceWord(uint32(ty), uint32(rep)))
+		return nil
 	default:
 		return fmt.Errorf("capi: values of type %s are not supported", t)
 	}
+	if err := b.Charge(wit.Overhead(t, w)); err != nil {
+		return err
+	}
+	f.PutWord(w)
+	return nil
+}
+
+// liftPayload appends the word w of a variant, option or result and then its payload c of type
+// pt, if it has one (pt nil: it has none).
+func (s *Store) liftPayload(t *wit.Type, w uint64, pt *wit.Type, c *C.wasmtime_component_val_t, f *wit.Flat, host bool, b *wit.Budget) error {
+	if err := b.Charge(wit.Overhead(t, w)); err != nil {
+		return err
+	}
+	f.PutWord(w)
+	if pt == nil {
+		return nil
+	}
+	return s.lift(pt, c, f, host, b)
+}
+
+// liftList lifts a list: a list of scalars is copied into one typed slice by one cgo call,
+// after its least possible encoding was checked against b; any other list is a length and its
+// elements.
+func (s *Store) liftList(t *wit.Type, lv *C.wasmtime_component_vallist_t, f *wit.Flat, host bool, b *wit.Budget) error {
+	elems := vals(lv.data, lv.size)
+	k := t.Elem.Kind
+	if !k.Scalar() {
+		if err := b.Charge(wit.Overhead(t, uint64(len(elems)))); err != nil {
+			return err
+		}
+		f.PutWord(uint64(len(elems)))
+		for i := range elems {
+			if err := s.lift(t.Elem, &elems[i], f, host, b); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := b.Check(int64(len(elems)) * wit.MinElemSize(k)); err != nil {
+		return err
+	}
+	out := wit.MakeList(k, len(elems)) // the one copy of the elements
+	if len(elems) > 0 {
+		if i := int(C.atl_vals_to_scalars(lv.data, lv.size, cKind(k), out.UnsafePointer())); i < len(elems) {
+			return kindError(t.Elem, &elems[i])
+		}
+	}
+	x := out.Interface()
+	if err := b.Charge(wit.ListSize(k, x)); err != nil {
+		return err
+	}
+	f.PutList(x)
 	return nil
 }
 
@@ -416,29 +460,31 @@ func lowerWord(t *wit.Type, w uint64, p unsafe.Pointer) error {
 
 func (s *Store) lowerList(t *wit.Type, f *wit.Flat, c *C.wasmtime_component_val_t, host bool) error {
 	lv := (*C.wasmtime_component_vallist_t)(unionOf(c))
-	if t.Elem.Kind == wit.U8 {
-		b, ok := f.ByteList()
-		if !ok {
+	if k := t.Elem.Kind; k.Scalar() {
+		x, ok := f.List()
+		rv, isList := wit.ListOf(k, x)
+		if !ok || !isList {
 			return shortError(t)
 		}
 		c.kind = C.WASMTIME_COMPONENT_LIST
-		if len(b) == 0 {
+		n := rv.Len()
+		if n == 0 {
 			return nil // the zero list is empty
 		}
 		// Every value of out is written. Owned lists are staged there for Wasmtime to copy.
 		m := s.arena.mark()
-		out := (*C.wasmtime_component_val_t)(s.arena.raw(uintptr(len(b)) * uintptr(valSize)))
+		out := (*C.wasmtime_component_val_t)(s.arena.raw(uintptr(n) * uintptr(valSize)))
 		if host {
-			C.atl_vallist_from_bytes(lv, (*C.uint8_t)(&b[0]), C.size_t(len(b)), out)
+			C.atl_vallist_from_scalars(lv, cKind(k), rv.UnsafePointer(), C.size_t(n), out)
 			s.arena.release(m)
 			return nil
 		}
-		C.atl_vals_from_bytes(out, (*C.uint8_t)(&b[0]), C.size_t(len(b)))
-		*(*cvec)(unsafe.Pointer(lv)) = cvec{size: C.size_t(len(b)), data: unsafe.Pointer(out)}
+		C.atl_vals_from_scalars(out, cKind(k), rv.UnsafePointer(), C.size_t(n))
+		*(*cvec)(unsafe.Pointer(lv)) = cvec{size: C.size_t(n), data: unsafe.Pointer(out)}
 		return nil
 	}
 	n, ok := f.Word()
-	if !ok || n > uint64(len(f.Words)+len(f.Strs)+len(f.Bytes)) { // each element takes one at least
+	if !ok || n > uint64(f.Left()) { // each element takes one at least
 		return shortError(t)
 	}
 	var elems []C.wasmtime_component_val_t
