@@ -86,7 +86,9 @@ type Policy struct {
 	// after every occurrence of them and of Headers' values (and of the user:password inside a
 	// Basic one), raw or encoded (scrub.Needles), is replaced in its headers and body by
 	// "[credential removed by atelier]": a service that reflects the request (an echo
-	// endpoint) does not hand the credential to the guest. Values under 8 bytes are left.
+	// endpoint) does not hand the credential to the guest. Values under 8 bytes are left. So
+	// that the body can be searched, such requests ask for no content coding
+	// (Accept-Encoding: identity, whatever the guest set) and an encoded response is refused.
 	Secrets []string
 	// Scrubbed, when set, is told of each response the host removed credentials from, with
 	// the request's method and URL (without query) and the number of replacements; an error
@@ -290,6 +292,9 @@ func (c *Client) Do(ctx context.Context, p *Policy, r Request) (*Response, error
 		req.Header.Set(h.Name, h.Value)
 	}
 	m := p.matcher()
+	if m != nil { // a compressed body would hide the credentials from the scrubber
+		req.Header.Set("Accept-Encoding", "identity")
+	}
 	resp, body, err := c.transport.roundTrip(ctx, req, c.opts.MaxResponseBody, m)
 	if err != nil {
 		var de *deniedError
@@ -303,6 +308,9 @@ func (c *Client) Do(ctx context.Context, p *Policy, r Request) (*Response, error
 	}
 	if loc := resp.Header.Get("Location"); resp.StatusCode/100 == 3 && loc != "" {
 		return nil, fail(Denied, "%s %s: redirect (HTTP %d) to %q refused", r.Method, u.Redacted(), resp.StatusCode, loc)
+	}
+	if ce := resp.Header.Get("Content-Encoding"); m != nil && ce != "" && !strings.EqualFold(ce, "identity") {
+		return nil, fail(Failed, "%s %s: the response is encoded (Content-Encoding %s) although the host asked for none; it is refused because the host cannot check it for credentials", r.Method, u.Redacted(), ce)
 	}
 	if body.size > int64(c.opts.MaxResponseBody) {
 		return nil, fail(TooLarge, "%s %s: response body exceeds %d bytes", r.Method, u.Redacted(), c.opts.MaxResponseBody)

@@ -74,3 +74,43 @@ func TestScrubbedResponses(t *testing.T) {
 		t.Fatalf("a refused report: %v, want a failed error", err)
 	}
 }
+
+// TestScrubbedResponsesAreNotCompressed: with credentials to scrub, the host asks for no
+// content coding, whatever the guest asked for, and refuses a response encoded anyway, which it
+// could not search.
+func TestScrubbedResponsesAreNotCompressed(t *testing.T) {
+	var asked []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked = append(asked, r.Header.Get("Accept-Encoding"))
+		if r.URL.Path == "/api/gzip" {
+			w.Header().Set("Content-Encoding", "gzip")
+		}
+		w.Write([]byte("ok"))
+	}))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	c, err := NewClient(Options{AllowAddrs: []string{addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Policy{Schemes: []string{"http"}, Hosts: []string{addr}, Prefixes: []string{srv.URL + "/api"},
+		Headers: []Header{{Name: "Authorization", Value: "Bearer a-long-token"}}, Secrets: []string{"a-long-token"}}
+	gzip := []Header{{Name: "Accept-Encoding", Value: "gzip"}}
+	resp, err := c.Do(context.Background(), p, Request{Method: "GET", URL: srv.URL + "/api/plain", Headers: gzip})
+	if err != nil || string(resp.Body) != "ok" {
+		t.Fatalf("plain: %+v %v", resp, err)
+	}
+	_, err = c.Do(context.Background(), p, Request{Method: "GET", URL: srv.URL + "/api/gzip", Headers: gzip})
+	var e *Error
+	if !errors.As(err, &e) || e.Kind != Failed || !strings.Contains(e.Message, "Content-Encoding gzip") {
+		t.Fatalf("an encoded response: %v, want a failed error naming the coding", err)
+	}
+	if len(asked) != 2 || asked[0] != "identity" || asked[1] != "identity" {
+		t.Fatalf("the service was asked for %q, want identity both times", asked)
+	}
+	// Without credentials to scrub, the guest's Accept-Encoding and the encoded body pass.
+	p.Headers, p.Secrets = nil, nil
+	if _, err := c.Do(context.Background(), p, Request{Method: "GET", URL: srv.URL + "/api/gzip", Headers: gzip}); err != nil || asked[2] != "gzip" {
+		t.Fatalf("without credentials: %v, asked for %q", err, asked[2])
+	}
+}
