@@ -36,6 +36,10 @@ func withQuotas(l quota.Limits) option {
 	}
 }
 
+// unlimitedCalls lifts calls_per_second for benchmarks, which measure how many calls a
+// workspace can make.
+func unlimitedCalls(c *kernel.Config) { c.Quotas.CallsPerSecond = quota.Unlimited }
+
 // hogs creates n hog gadgets in ws.
 func hogs(t *testing.T, ws *capnweb.Promise, names ...string) map[string]*capnweb.Promise {
 	t.Helper()
