@@ -75,7 +75,7 @@ Examples:
 			fs.StringVar(&o.data, "data", defaultDataFile(), "the bbolt data file")
 			fs.StringVar(&o.cacheDir, "cache", "", "compiled-component cache directory (default: the user cache dir)")
 			fs.DurationVar(&o.limits.Timeout, "call-timeout", 10*time.Second, "wall-clock limit of one gadget call")
-			fs.Int64Var(&o.limits.MaxMemory, "max-memory", 256<<20, "linear memory cap of one gadget instance, in bytes")
+			fs.Int64Var(&o.limits.MaxMemory, "max-memory", 256<<20, "memory budget of one gadget instance (its linear memories and tables together), in bytes")
 			fs.DurationVar(&o.gadgetIdle, "gadget-idle", time.Minute, "evict a gadget's instance after this long without calls")
 			fs.DurationVar(&o.workspaceIdle, "workspace-idle", 5*time.Minute, "stop an idle workspace's overseer after this long")
 			fs.BoolVar(&o.noSignup, "no-signup", false, "refuse signup(): only the admin (and users created before) can log in")

@@ -44,7 +44,7 @@ func BenchmarkDirectIncrement(b *testing.B) {
 // 10 gadgets of one workspace.
 func BenchmarkFullPathIncrement(b *testing.B) {
 	const clients, gadgets = 100, 10
-	s := startServer(&testing.T{}, filepath.Join(b.TempDir(), "a.db"))
+	s := startServer(&testing.T{}, filepath.Join(b.TempDir(), "a.db"), unlimitedCalls)
 	defer s.stop()
 	code := guesttest.Bytes(b, counterGo)
 	root := dialB(b, s)

@@ -20,26 +20,31 @@ import (
 // a memAccount (runtime.MemoryAccount). Before each call the instance asks its account how much
 // it may hold; the account gives it its own budget (Limits.MaxMemory), or less when its
 // workspace's or the host's remaining memory is smaller, and charges the workspace and the host
-// that much for the duration of the call (a reservation: concurrent calls can never take the
-// same bytes twice, so the quotas are never passed). After the call it charges what the
-// instance really holds, which stays charged while the instance lives, idle or not, until it is
-// evicted. When the remaining memory is smaller than the instance's budget, the least recently
-// used idle instance holding memory is evicted first (of the workspace for workspace_memory,
-// of the whole node for host_memory), then the next, until the budget fits or none is idle;
-// the call is refused with a quota.ExceededError (RESOURCE_EXHAUSTED) only when what is left
-// would not let the instance grow at all. A call that fails because the lowered budget refused
-// it memory reports the quota too (memAccount.explain).
+// that much for the duration of the call (a reservation: concurrent calls do not take the same
+// bytes twice). After the call it charges what the instance really holds, which stays charged
+// while the instance lives, idle or not, until it is evicted. When the remaining memory is
+// smaller than the instance's budget, the least recently used idle instance holding memory is
+// evicted first (of the workspace for workspace_memory, of the whole node for host_memory),
+// then the next, until the budget fits or none is idle. When what is left then would not let
+// the instance grow at all only because other calls in flight reserved it, the call gets what
+// the instances really hold leaves free instead (so that calls waiting on slow bindings do not
+// lock the quota up with their reservations; concurrent calls may then pass the quota by what
+// they grow into together, at most that free memory each); when even that is nothing, the call
+// is refused with a quota.ExceededError (RESOURCE_EXHAUSTED). A call that fails because the
+// lowered budget refused it memory reports the quota too (memAccount.explain).
 
 // governor keeps the memory that the node's live instances hold.
 type governor struct {
-	mu   sync.Mutex // guards host, every wsUse.mem and every memAccount's limitedBy
-	host int64      // bytes charged to all live instances of the node
+	mu       sync.Mutex // guards the fields below, every wsUse's and every memAccount's
+	host     int64      // bytes charged to all live instances of the node (reservations included)
+	hostHeld int64      // bytes they held at the end of their latest call
 }
 
 // wsUse is one workspace's live use, kept by its overseer. A snippet that outlives its
 // overseer (an idle stop while it runs) stays charged to the stopped one.
 type wsUse struct {
 	mem  int64        // bytes charged to the workspace's live instances (governor.mu)
+	held int64        // bytes they held at the end of their latest call (governor.mu)
 	runs atomic.Int64 // Code Mode snippets running
 	rate rateBucket   // calls_per_second
 }
@@ -52,6 +57,8 @@ type memAccount struct {
 	// charged is what the instance is charged (written under governor.mu; read without it to
 	// find instances worth evicting).
 	charged atomic.Int64
+	// held is what the instance held at the end of its latest call (governor.mu).
+	held int64
 	// limitedBy is the quota that lowered the latest allowance below the instance's budget,
 	// nil when none did (governor.mu).
 	limitedBy *quota.ExceededError
@@ -65,13 +72,16 @@ func (m *memAccount) Acquire(held, budget int64) (int64, error) {
 	g := &m.ov.k.gov
 	for evict := true; ; {
 		g.mu.Lock()
-		allow, over := m.room(held, budget)
+		allow, over := m.room(held, budget, true)
+		if over != nil && !evict && allow <= held { // reserved by calls in flight: share what is free
+			allow, over = m.room(held, budget, false)
+		}
 		if over == nil || !evict {
 			if over != nil && allow <= held {
 				g.mu.Unlock()
 				return 0, over
 			}
-			m.charge(allow)
+			m.charge(allow, held)
 			m.limitedBy = over
 			g.mu.Unlock()
 			return allow, nil
@@ -86,18 +96,23 @@ func (m *memAccount) Acquire(held, budget int64) (int64, error) {
 }
 
 // room returns what the instance may hold now, at most budget, and the quota that makes it
-// less than budget (nil: none). The caller holds governor.mu.
-func (m *memAccount) room(held, budget int64) (int64, *quota.ExceededError) {
+// less than budget (nil: none): counting the other instances' charges, reservations included,
+// or, without reserved, only what they held after their latest call. The caller holds
+// governor.mu.
+func (m *memAccount) room(held, budget int64, reserved bool) (int64, *quota.ExceededError) {
 	k := m.ov.k
 	lim := k.limits()
-	charged := m.charged.Load()
+	wsOthers, hostOthers := m.ov.use.held-m.held, k.gov.hostHeld-m.held
+	if reserved {
+		wsOthers, hostOthers = m.ov.use.mem-m.charged.Load(), k.gov.host-m.charged.Load()
+	}
 	allow := budget
 	var over *quota.ExceededError
-	if others := m.ov.use.mem - charged; lim.WorkspaceMemory >= 0 && lim.WorkspaceMemory-others < allow {
+	if others := wsOthers; lim.WorkspaceMemory >= 0 && lim.WorkspaceMemory-others < allow {
 		allow = lim.WorkspaceMemory - others
 		over = &quota.ExceededError{Quota: "workspace_memory", Limit: lim.WorkspaceMemory, Used: others + held, Whose: m.ov.whose()}
 	}
-	if others := k.gov.host - charged; lim.HostMemory >= 0 && lim.HostMemory-others < allow {
+	if others := hostOthers; lim.HostMemory >= 0 && lim.HostMemory-others < allow {
 		allow = lim.HostMemory - others
 		over = &quota.ExceededError{Quota: "host_memory", Limit: lim.HostMemory, Used: others + held, Whose: "this server"}
 	}
@@ -108,16 +123,21 @@ func (m *memAccount) room(held, budget int64) (int64, *quota.ExceededError) {
 func (m *memAccount) Release(held int64) {
 	g := &m.ov.k.gov
 	g.mu.Lock()
-	m.charge(held)
+	m.charge(held, held)
 	g.mu.Unlock()
 }
 
-// charge makes n the instance's charge; the caller holds governor.mu.
-func (m *memAccount) charge(n int64) {
+// charge makes n the instance's charge and held what it holds; the caller holds governor.mu.
+func (m *memAccount) charge(n, held int64) {
+	g := &m.ov.k.gov
 	d := n - m.charged.Load()
 	m.ov.use.mem += d
-	m.ov.k.gov.host += d
+	g.host += d
 	m.charged.Store(n)
+	dh := held - m.held
+	m.ov.use.held += dh
+	g.hostHeld += dh
+	m.held = held
 }
 
 // explain adds the quota that lowered the instance's budget to a call's error when the budget
@@ -254,23 +274,24 @@ func (b *rateBucket) take(rate, now int64) bool {
 	return true
 }
 
-// hostUsage returns what the node uses of each host quota (host_memory: bytes charged to all
-// live instances).
+// hostUsage returns what the node uses of each host quota (host_memory: bytes its live
+// instances hold, as of the end of their latest call).
 func (k *Kernel) hostUsage() map[string]int64 {
 	k.gov.mu.Lock()
 	defer k.gov.mu.Unlock()
-	return map[string]int64{"host_memory": k.gov.host}
+	return map[string]int64{"host_memory": k.gov.hostHeld}
 }
 
 // workspaceUsage returns what the workspace uses of each workspace quota that bounds live use
-// (live_instances: gadget instances loaded or loading; workspace_memory: bytes charged to its
-// live instances; code_runs: snippets running). calls_per_second is a rate, not reported.
+// (live_instances: gadget instances loaded or loading; workspace_memory: bytes its live
+// instances hold, as of the end of their latest call; code_runs: snippets running).
+// calls_per_second is a rate, not reported.
 func (ov *overseer) workspaceUsage() map[string]int64 {
 	ov.mu.RLock()
 	live := int64(len(ov.actors))
 	ov.mu.RUnlock()
 	ov.k.gov.mu.Lock()
-	mem := ov.use.mem
+	mem := ov.use.held
 	ov.k.gov.mu.Unlock()
 	return map[string]int64{"live_instances": live, "workspace_memory": mem, "code_runs": ov.use.runs.Load()}
 }

@@ -1,6 +1,8 @@
 package kernel_test
 
 import (
+	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -33,6 +35,10 @@ func withQuotas(l quota.Limits) option {
 		c.Limits = runtime.Limits{Timeout: 3 * time.Second}
 	}
 }
+
+// unlimitedCalls lifts calls_per_second for benchmarks, which measure how many calls a
+// workspace can make.
+func unlimitedCalls(c *kernel.Config) { c.Quotas.CallsPerSecond = quota.Unlimited }
 
 // hogs creates n hog gadgets in ws.
 func hogs(t *testing.T, ws *capnweb.Promise, names ...string) map[string]*capnweb.Promise {
@@ -108,10 +114,10 @@ func TestWorkspaceMemoryQuota(t *testing.T) {
 		t.Errorf("%d live instances after the fourth fill, want 3 (the first evicted)", live)
 	}
 	fillAll(t, usage, limit, apps["a"]) // a again: evicts the idle b
-	// b busy (it holds its whole budget while it runs), then the quota is lowered: a new
-	// instance finds nothing idle to evict and is refused.
+	// b busy, then the quota is lowered below what b holds: a new instance finds nothing idle
+	// to evict and is refused (the change applies at once).
 	wait := spinning(t, apps["b"])
-	s.k.SetQuotas(quota.Limits{WorkspaceMemory: 100 * mib})
+	s.k.SetQuotas(quota.Limits{WorkspaceMemory: 4 * mib})
 	refused(t, apps["c"].Call(ctx, "ping"), "RESOURCE_EXHAUSTED", "quota workspace_memory exceeded: workspace home has")
 	wait()
 	s.k.SetQuotas(quota.Limits{WorkspaceMemory: limit})
@@ -135,7 +141,7 @@ func TestHostMemoryQuota(t *testing.T) {
 		t.Fatalf("a.ping after its eviction = %v", got)
 	}
 	wait := spinning(t, theirs["x"])
-	s.k.SetQuotas(quota.Limits{HostMemory: 100 * mib})
+	s.k.SetQuotas(quota.Limits{HostMemory: 4 * mib})
 	refused(t, mine["b"].Call(ctx, "fill", 1), "RESOURCE_EXHAUSTED", "quota host_memory exceeded: this server has")
 	wait()
 	s.k.SetQuotas(quota.Limits{HostMemory: limit})
@@ -180,17 +186,22 @@ func TestCallsPerSecondQuota(t *testing.T) {
 		ps[i] = app.Call(ctx, "ping")
 	}
 	ok, refusals := 0, 0
+	var refusal *capnweb.Error
 	for _, p := range ps {
 		if _, err := p.Await(ctx); err != nil {
 			refusals++
+			if !errors.As(err, &refusal) || refusal.Props["code"] != "RESOURCE_EXHAUSTED" || !strings.Contains(refusal.Message, "quota calls_per_second exceeded: workspace home has 20 of 20") {
+				t.Fatalf("refusal: %v, want RESOURCE_EXHAUSTED for calls_per_second", err)
+			}
 		} else {
 			ok++
 		}
 	}
-	if refusals == 0 || ok < 20 || ok > 60 {
+	// About one second's worth passes; the bucket refills while the burst is served (slowly
+	// under the race detector), so only the bounds are checked.
+	if refusals == 0 || ok < 20 {
 		t.Fatalf("burst of 100: %d passed, %d refused; want about 20 to pass", ok, refusals)
 	}
-	refused(t, app.Call(ctx, "ping"), "RESOURCE_EXHAUSTED", "quota calls_per_second exceeded")
 	// A well-behaved rate (10 a second, half the quota) is never refused.
 	time.Sleep(time.Second)
 	for i := range 10 {

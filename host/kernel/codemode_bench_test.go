@@ -13,7 +13,7 @@ import (
 // benchWorkspace signs up a user over a WebSocket and returns a workspace with the Go counter
 // and the JS-class to-do list.
 func benchWorkspace(b *testing.B) *capnweb.Promise {
-	s := startServer(&testing.T{}, filepath.Join(b.TempDir(), "a.db"))
+	s := startServer(&testing.T{}, filepath.Join(b.TempDir(), "a.db"), unlimitedCalls)
 	b.Cleanup(s.stop)
 	root := dialB(b, s)
 	tok, err := root.Call(ctx, "signup", "bench", "password-bench").Await(ctx)

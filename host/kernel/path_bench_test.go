@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"atelier/host/auth"
+	"atelier/host/quota"
 	"atelier/host/runtime"
 	"atelier/host/store"
 	"atelier/sdk/guesttest"
@@ -31,7 +32,7 @@ func BenchmarkKernelIncrement(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer rt.Close()
-	k := New(Config{Runtime: rt, Store: db, Password: auth.TestParams})
+	k := New(Config{Runtime: rt, Store: db, Password: auth.TestParams, Quotas: quota.Limits{CallsPerSecond: quota.Unlimited}}) // measures throughput
 	defer k.Close()
 	u := store.User{ID: store.NewID("u"), Name: "bench", Created: time.Now()}
 	if err := db.CreateUser(ctx, u); err != nil {

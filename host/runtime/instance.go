@@ -74,7 +74,7 @@ type Limits struct {
 // Instance is a live component instance. Calls are serialised by a mutex (a Wasmtime store is
 // single-threaded), so an Instance may be shared between goroutines.
 //
-// A call that traps, runs past its deadline, exhausts its fuel or its memory cap retires the
+// A call that traps, runs past its deadline, exhausts its fuel or its memory budget retires the
 // instance: that call returns a *TrapError, later calls return ErrRetired, and the caller makes
 // a new instance (Slot does this automatically).
 type Instance struct {
@@ -372,7 +372,7 @@ func (in *Instance) beforeDeadline() bool {
 
 // classify turns a Wasmtime error into a *TrapError of the right kind. A deadline or fuel
 // stop wins over a memory refusal earlier in the call (it is what ended the call); a failure
-// in a call (or instantiation) during which the cap refused memory is ErrMemory, whatever the
+// in a call (or instantiation) during which the budget refused memory is ErrMemory, whatever the
 // guest did after being refused (trap, abort, exit).
 func (in *Instance) classify(name string, ce *capi.Error) *TrapError {
 	te := &TrapError{Kind: ErrTrap, Func: name, Message: firstLine(ce.Message), Backtrace: ce.Frames, Host: in.hostErr}

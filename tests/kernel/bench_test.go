@@ -23,6 +23,7 @@ import (
 	"atelier/host/capability/kv"
 	"atelier/host/gateway"
 	"atelier/host/kernel"
+	"atelier/host/quota"
 	"atelier/host/runtime"
 	"atelier/host/store"
 	"atelier/sdk/guesttest"
@@ -82,7 +83,8 @@ func startInProcess(tb testing.TB, dir string) *inProcess {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	k := kernel.New(kernel.Config{Runtime: rt, Store: db, Password: auth.TestParams})
+	// Benchmarks measure how many calls a workspace can make: no calls_per_second quota.
+	k := kernel.New(kernel.Config{Runtime: rt, Store: db, Password: auth.TestParams, Quotas: quota.Limits{CallsPerSecond: quota.Unlimited}})
 	p := &inProcess{rt: rt, db: db, k: k}
 	p.ended = sync.NewCond(&p.mu)
 	p.srv = httptest.NewServer(p.serve(gateway.New(gateway.Config{Kernel: k})))

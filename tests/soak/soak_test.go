@@ -253,7 +253,8 @@ func soak(tb testing.TB) result {
 	a.loop(ctx, &wg, "big list", 1, func(i int) error { return call(11, "many", 8<<20) })
 	a.loop(ctx, &wg, "snippet", 20, func(i int) error {
 		v, err := await(workspaces[i%len(workspaces)].Call(bg, "executeCode", snippet))
-		if e, ok := v.(map[string]any)["error"].(map[string]any); ok && err == nil {
+		if m, _ := v.(map[string]any); m != nil && m["error"] != nil && err == nil {
+			e, _ := m["error"].(map[string]any)
 			err = fmt.Errorf("the snippet threw: %v", e["message"])
 		}
 		return err

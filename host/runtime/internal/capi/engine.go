@@ -23,7 +23,7 @@ type EngineConfig struct {
 	// Pooling, when non-nil, selects the pooling instance allocator.
 	Pooling *PoolingConfig
 	// CapMemories installs Atelier's memory creator (memory.c), which enforces each store's
-	// StoreConfig.MemoryLimit itself so that Store.MemoryRefused can tell when the cap refused
+	// StoreConfig.MemoryLimit itself so that Store.MemoryRefused can tell when the budget refused
 	// memory. It turns Wasmtime's copy-on-write memory initialisation off: data segments are
 	// copied in, except the images of a component's memory plan (Component.SetMemoryPlan),
 	// which the creator maps copy-on-write itself.

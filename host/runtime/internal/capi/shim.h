@@ -125,7 +125,7 @@ wasmtime_store_t *atl_store_new(wasm_engine_t *engine, uintptr_t handle, int cap
 // Deletes the store, then drops its reference to mem (may be NULL).
 void atl_store_delete(wasmtime_store_t *store, atl_memcap_t *mem);
 
-// The Wasmtime entry points that may create memories, with `mem` (may be NULL) as the cap of
+// The Wasmtime entry points that may create memories, with `mem` (may be NULL) as the budget of
 // the memories they create. atl_instantiate follows `plan` (may be NULL): each memory created
 // must be the plan's next one, gets its image, and every memory of the plan must be created,
 // else the instantiation fails. atl_func_call also runs post-return when the call succeeded

@@ -41,7 +41,7 @@ type Store struct {
 	eng    *Engine
 	ptr    *C.wasmtime_store_t
 	ctx    *C.wasmtime_context_t
-	mem    *C.atl_memcap_t // the memory cap, on engines with EngineConfig.CapMemories
+	mem    *C.atl_memcap_t // the memory budget, on engines with EngineConfig.CapMemories
 	self   cgo.Handle
 	owner  any
 	closed bool
@@ -138,7 +138,7 @@ func TableReserve(budget int64) int64 {
 
 // MemoryUsed returns the bytes charged to the store's memory budget: its tables' reserve plus
 // the committed bytes of its linear memories (0 on engines without EngineConfig.CapMemories,
-// whose memories Wasmtime makes). Safe to call from any goroutine until Close.
+// whose memories Wasmtime makes). Not concurrently with Close.
 func (s *Store) MemoryUsed() int64 {
 	if s.mem == nil {
 		return 0
