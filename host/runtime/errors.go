@@ -25,7 +25,8 @@ var (
 	ErrFuel = errors.New("guest ran out of fuel")
 	// ErrResultTooLarge: the call's result would be larger than Limits.MaxResult once encoded,
 	// and was refused before it was built (TrapError.Host is the *wit.SizeError). The
-	// instance is retired, as the guest may have lost track of what it returned.
+	// instance is retired, as after a trap, so that callers treat the call as failed
+	// throughout (the kernel discards its writes and starts a fresh instance).
 	ErrResultTooLarge = errors.New("result too large")
 	// ErrRetired: the instance was retired by an earlier failure; instantiate again (or use a
 	// Slot, which does it for you).

@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	goruntime "runtime"
 	"strings"
 	"testing"
@@ -56,5 +57,43 @@ func TestResultTooLarge(t *testing.T) {
 	}
 	if n, err := slot.Call(ctx, "count"); err != nil || n != uint32(2) {
 		t.Fatalf("count again = %v, %v; want 2 (the instance lives on)", n, err)
+	}
+}
+
+// TestScalarListsRoundTrip sends lists of each scalar kind to the guest and back: arguments
+// given as JSON-ish numbers or as the typed slice itself are lowered alike, and the result is
+// the typed slice ([]string for chars).
+func TestScalarListsRoundTrip(t *testing.T) {
+	rt, err := runtime.New(runtime.Config{NoCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	in, err := rt.Instantiate(context.Background(), compileFile(t, rt, "testdata/bigresult.wat"), runtime.InstanceConfig{Name: "echo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	for _, c := range []struct {
+		fn   string
+		args []any
+		want any
+	}{
+		{"echo-bools", []any{[]any{true, false, true}, []bool{true, false, true}}, []bool{true, false, true}},
+		{"echo-s8s", []any{[]any{-128, 127.0}, []int8{-128, 127}}, []int8{-128, 127}},
+		{"echo-u16s", []any{[]any{0, 65535}, []uint16{0, 65535}}, []uint16{0, 65535}},
+		{"echo-s32s", []any{[]any{-1, 1 << 30}, []int32{-1, 1 << 30}}, []int32{-1, 1 << 30}},
+		{"echo-u64s", []any{[]any{uint64(1 << 63), 7}, []uint64{1 << 63, 7}}, []uint64{1 << 63, 7}},
+		{"echo-f32s", []any{[]any{0.5, -2.25}, []float32{0.5, -2.25}}, []float32{0.5, -2.25}},
+		{"echo-f64s", []any{[]any{1e300, -0.1}, []float64{1e300, -0.1}}, []float64{1e300, -0.1}},
+		{"echo-chars", []any{[]any{"a", "é", "😀"}, []string{"a", "é", "😀"}}, []string{"a", "é", "😀"}},
+		{"echo-bools", []any{[]bool{}}, []bool{}},
+	} {
+		for _, arg := range c.args {
+			got, err := in.Call(context.Background(), c.fn, arg)
+			if err != nil || !reflect.DeepEqual(got, c.want) {
+				t.Errorf("%s(%v) = %#v, %v; want %#v", c.fn, arg, got, err, c.want)
+			}
+		}
 	}
 }

@@ -1,7 +1,8 @@
 ;; Big-result component: each export returns n elements that the guest fills in its own memory
 ;; (from 64 KiB on, growing it as needed), so tests and benchmarks can make results of any
 ;; size without a guest toolchain. `points` returns records {x: u32, y: u32, on: bool} (12
-;; bytes each); `count` counts its calls in the instance (a fresh instance starts at 1).
+;; bytes each); `count` counts its calls in the instance (a fresh instance starts at 1); the
+;; echo-* exports return their list argument.
 (component
   (core module $m
     (memory (export "memory") 1)
@@ -24,6 +25,18 @@
     (func (export "u32s") (param i32) (result i32) (call $make (local.get 0) (i32.const 4) (i32.const 1)))
     (func (export "text") (param i32) (result i32) (call $make (local.get 0) (i32.const 1) (i32.const 0x61)))
     (func (export "points") (param i32) (result i32) (call $make (local.get 0) (i32.const 12) (i32.const 1)))
+    ;; A bump allocator on fresh pages, for the arguments of the echo-* exports.
+    (func (export "realloc") (param i32 i32 i32) (param $new i32) (result i32)
+      (local $p i32)
+      (local.set $p (i32.mul (memory.size) (i32.const 65536)))
+      (if (i32.eq (memory.grow (i32.add (i32.shr_u (local.get $new) (i32.const 16)) (i32.const 1))) (i32.const -1))
+        (then unreachable))
+      (local.get $p))
+    ;; Returns its list argument: the same core function serves every list type.
+    (func (export "echo") (param i32 i32) (result i32)
+      (i32.store (i32.const 0) (local.get 0))
+      (i32.store (i32.const 4) (local.get 1))
+      (i32.const 0))
     (func (export "count") (result i32)
       (global.set $calls (i32.add (global.get $calls) (i32.const 1)))
       (global.get $calls))
@@ -38,4 +51,12 @@
   (func (export "text") (param "n" u32) (result string) (canon lift (core func $i "text") (memory $memory) string-encoding=utf8))
   (func (export "points") (param "n" u32) (result (list $point)) (canon lift (core func $i "points") (memory $memory)))
   (func (export "count") (result u32) (canon lift (core func $i "count")))
+  (func (export "echo-bools") (param "xs" (list bool)) (result (list bool)) (canon lift (core func $i "echo") (memory $memory) (realloc (func $i "realloc"))))
+  (func (export "echo-s8s") (param "xs" (list s8)) (result (list s8)) (canon lift (core func $i "echo") (memory $memory) (realloc (func $i "realloc"))))
+  (func (export "echo-u16s") (param "xs" (list u16)) (result (list u16)) (canon lift (core func $i "echo") (memory $memory) (realloc (func $i "realloc"))))
+  (func (export "echo-s32s") (param "xs" (list s32)) (result (list s32)) (canon lift (core func $i "echo") (memory $memory) (realloc (func $i "realloc"))))
+  (func (export "echo-u64s") (param "xs" (list u64)) (result (list u64)) (canon lift (core func $i "echo") (memory $memory) (realloc (func $i "realloc"))))
+  (func (export "echo-f32s") (param "xs" (list f32)) (result (list f32)) (canon lift (core func $i "echo") (memory $memory) (realloc (func $i "realloc"))))
+  (func (export "echo-f64s") (param "xs" (list f64)) (result (list f64)) (canon lift (core func $i "echo") (memory $memory) (realloc (func $i "realloc"))))
+  (func (export "echo-chars") (param "xs" (list char)) (result (list char)) (canon lift (core func $i "echo") (memory $memory) (realloc (func $i "realloc"))))
 )

@@ -13,7 +13,7 @@ import (
 //	bool, integers, char    one word (signed values sign-extended, char as its code point)
 //	f32, f64                one word holding the IEEE bits
 //	string                  one string
-//	list<S>, S a scalar     one typed slice (see Scalar): []bool, []int8, []byte, []int16,
+//	list<S>, S a scalar     one typed slice (see MakeList): []bool, []int8, []byte, []int16,
 //	                        []uint16, []int32, []uint32, []int64, []uint64, []float32,
 //	                        []float64, or []rune for char
 //	list<T>, other T        one word (the length), then the elements
@@ -55,7 +55,7 @@ func (f *Flat) PutWord(x uint64) { f.Words = append(f.Words, x) }
 // PutStr appends a string.
 func (f *Flat) PutStr(s string) { f.Strs = append(f.Strs, s) }
 
-// PutList appends a list of scalars, a typed slice (see Scalar).
+// PutList appends a list of scalars, a typed slice (see MakeList).
 func (f *Flat) PutList(x any) { f.Lists = append(f.Lists, x) }
 
 // Word consumes the next word; ok is false when there is none.

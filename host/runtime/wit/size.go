@@ -50,7 +50,7 @@ func FormatSize(n int64) string {
 }
 
 // Budget bounds the estimated encoded size of what is lifted against it. The zero Budget is
-// unbounded (it still counts).
+// unbounded; its ChargeNode, ChargeString, ChargeList and CheckList cost nothing.
 type Budget struct {
 	// Limit is the most bytes the encoding may take; 0 is no limit.
 	Limit int64
@@ -73,6 +73,40 @@ func (b *Budget) Check(n int64) error {
 		return &SizeError{Size: b.Used + n, Limit: b.Limit}
 	}
 	return nil
+}
+
+// ChargeNode charges Overhead(t, w), the part of a value of type t outside its strings and
+// lists.
+func (b *Budget) ChargeNode(t *Type, w uint64) error {
+	if b.Limit == 0 {
+		return nil
+	}
+	return b.Charge(Overhead(t, w))
+}
+
+// ChargeString charges StringSize(s).
+func (b *Budget) ChargeString(s string) error {
+	if b.Limit == 0 {
+		return nil
+	}
+	return b.Charge(StringSize(s))
+}
+
+// CheckList checks that a list of n scalars of kind k may fit (at MinElemSize each), before
+// the list is made.
+func (b *Budget) CheckList(k Kind, n int) error {
+	if b.Limit == 0 {
+		return nil
+	}
+	return b.Check(int64(n) * MinElemSize(k))
+}
+
+// ChargeList charges ListSize(k, x).
+func (b *Budget) ChargeList(k Kind, x any) error {
+	if b.Limit == 0 {
+		return nil
+	}
+	return b.Charge(ListSize(k, x))
 }
 
 // stubSize is the estimated encoding of a resource: a stub, ["export",-12].

@@ -56,7 +56,8 @@ func TestScalarListsLiftTyped(t *testing.T) {
 }
 
 // TestBudget checks that a Budget refuses the charge that passes its limit and says by how
-// much, and that the zero Budget only counts.
+// much, that its estimating charges use the encoded sizes, and that the zero Budget estimates
+// nothing.
 func TestBudget(t *testing.T) {
 	b := wit.Budget{Limit: 16 << 20}
 	if err := b.Charge(10 << 20); err != nil {
@@ -73,6 +74,19 @@ func TestBudget(t *testing.T) {
 	var free wit.Budget
 	if err := free.Charge(math.MaxInt32); err != nil || free.Used != math.MaxInt32 {
 		t.Errorf("zero budget: %v, used %d", err, free.Used)
+	}
+	if err := free.ChargeString("abc"); err != nil || free.Used != math.MaxInt32 {
+		t.Errorf("zero budget estimated a string: %v, used %d", err, free.Used)
+	}
+	small := wit.Budget{Limit: 10}
+	if err := small.CheckList(wit.Bool, 3); !errors.Is(err, wit.ErrTooLarge) || small.Used != 0 {
+		t.Errorf("3 bools (at least 15 bytes) against 10: %v, used %d", err, small.Used)
+	}
+	if err := small.ChargeList(wit.U32, []uint32{1, 22}); err != nil || small.Used != 8 { // [[1,22]]
+		t.Errorf("[[1,22]]: %v, used %d", err, small.Used)
+	}
+	if err := small.ChargeNode(&wit.Type{Kind: wit.Bool}, 0); !errors.Is(err, wit.ErrTooLarge) { // false
+		t.Errorf("false past the limit: %v", err)
 	}
 }
 

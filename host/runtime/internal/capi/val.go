@@ -91,9 +91,9 @@ func shortError(t *wit.Type) error {
 // host set (the arguments of a host function), where they are host-defined: their word is
 // HostResourceWord(type, rep), and an own<R> passes to the host (the guest no longer has it).
 //
-// Each part is charged to b at its estimated encoded size (wit.Overhead, StringSize, ListSize)
-// before it is copied out of C memory, so a value too large for b stops with its
-// *wit.SizeError having allocated about b.Limit at most.
+// Each part is charged to b at its estimated encoded size (wit.Budget's ChargeNode,
+// ChargeString, ChargeList) before it is copied out of C memory, so a value too large for b
+// stops with its *wit.SizeError having allocated about b.Limit at most.
 func (s *Store) lift(t *wit.Type, c *C.wasmtime_component_val_t, f *wit.Flat, host bool, b *wit.Budget) error {
 	if c.kind != cKind(t.Kind) {
 		return kindError(t, c)
@@ -123,7 +123,7 @@ func (s *Store) lift(t *wit.Type, c *C.wasmtime_component_val_t, f *wit.Flat, ho
 		if n.size > 0 {
 			view = unsafe.String((*byte)(unsafe.Pointer(n.data)), int(n.size))
 		}
-		if err := b.Charge(wit.StringSize(view)); err != nil {
+		if err := b.ChargeString(view); err != nil {
 			return err
 		}
 		f.PutStr(strings.Clone(view))
@@ -135,7 +135,7 @@ func (s *Store) lift(t *wit.Type, c *C.wasmtime_component_val_t, f *wit.Flat, ho
 		if int(rv.size) != len(t.Fields) {
 			return kindError(t, c)
 		}
-		if err := b.Charge(wit.Overhead(t, 0)); err != nil {
+		if err := b.ChargeNode(t, 0); err != nil {
 			return err
 		}
 		entries := unsafe.Slice(rv.data, int(rv.size))
@@ -150,7 +150,7 @@ func (s *Store) lift(t *wit.Type, c *C.wasmtime_component_val_t, f *wit.Flat, ho
 		if int(tv.size) != len(t.Elems) {
 			return kindError(t, c)
 		}
-		if err := b.Charge(wit.Overhead(t, 0)); err != nil {
+		if err := b.ChargeNode(t, 0); err != nil {
 			return err
 		}
 		elems := vals(tv.data, tv.size)
@@ -206,7 +206,7 @@ func (s *Store) lift(t *wit.Type, c *C.wasmtime_component_val_t, f *wit.Flat, ho
 			w |= 1 << j
 		}
 	case wit.Own, wit.Borrow:
-		if err := b.Charge(wit.Overhead(t, 0)); err != nil {
+		if err := b.ChargeNode(t, 0); err != nil {
 			return err
 		}
 		r := *(**C.wasmtime_component_resource_any_t)(p)
@@ -223,7 +223,7 @@ func (s *Store) lift(t *wit.Type, c *C.wasmtime_component_val_t, f *wit.Flat, ho
 	default:
 		return fmt.Errorf("capi: values of type %s are not supported", t)
 	}
-	if err := b.Charge(wit.Overhead(t, w)); err != nil {
+	if err := b.ChargeNode(t, w); err != nil {
 		return err
 	}
 	f.PutWord(w)
@@ -233,7 +233,7 @@ func (s *Store) lift(t *wit.Type, c *C.wasmtime_component_val_t, f *wit.Flat, ho
 // liftPayload appends the word w of a variant, option or result and then its payload c of type
 // pt, if it has one (pt nil: it has none).
 func (s *Store) liftPayload(t *wit.Type, w uint64, pt *wit.Type, c *C.wasmtime_component_val_t, f *wit.Flat, host bool, b *wit.Budget) error {
-	if err := b.Charge(wit.Overhead(t, w)); err != nil {
+	if err := b.ChargeNode(t, w); err != nil {
 		return err
 	}
 	f.PutWord(w)
@@ -250,7 +250,7 @@ func (s *Store) liftList(t *wit.Type, lv *C.wasmtime_component_vallist_t, f *wit
 	elems := vals(lv.data, lv.size)
 	k := t.Elem.Kind
 	if !k.Scalar() {
-		if err := b.Charge(wit.Overhead(t, uint64(len(elems)))); err != nil {
+		if err := b.ChargeNode(t, uint64(len(elems))); err != nil {
 			return err
 		}
 		f.PutWord(uint64(len(elems)))
@@ -261,7 +261,7 @@ func (s *Store) liftList(t *wit.Type, lv *C.wasmtime_component_vallist_t, f *wit
 		}
 		return nil
 	}
-	if err := b.Check(int64(len(elems)) * wit.MinElemSize(k)); err != nil {
+	if err := b.CheckList(k, len(elems)); err != nil {
 		return err
 	}
 	out := wit.MakeList(k, len(elems)) // the one copy of the elements
@@ -271,7 +271,7 @@ func (s *Store) liftList(t *wit.Type, lv *C.wasmtime_component_vallist_t, f *wit
 		}
 	}
 	x := out.Interface()
-	if err := b.Charge(wit.ListSize(k, x)); err != nil {
+	if err := b.ChargeList(k, x); err != nil {
 		return err
 	}
 	f.PutList(x)
