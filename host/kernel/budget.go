@@ -7,9 +7,11 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"atelier/host/quota"
 	"atelier/host/runtime"
+	"atelier/jsruntime"
 )
 
 // The workspace and host quotas on live instances (host/quota): live_instances, workspace_memory,
@@ -24,12 +26,16 @@ import (
 // bytes twice). After the call it charges what the instance really holds, which stays charged
 // while the instance lives, idle or not, until it is evicted. When the remaining memory is
 // smaller than the instance's budget, the least recently used idle instance holding memory is
-// evicted first (of the workspace for workspace_memory, of the whole node for host_memory),
-// then the next, until the budget fits or none is idle. When what is left then would not let
+// evicted first (of the workspace for workspace_memory; for host_memory, of the workspaces
+// holding more than their fair share, the quota divided among the workspaces holding memory, so
+// that one tenant filling the host never pushes a smaller tenant's instances out), then the
+// next, until the budget fits or none is idle; a workspace under its fair share waits up to
+// shareWait for an instance over its share to end its call. When what is left then would not let
 // the instance grow at all only because other calls in flight reserved it, the call gets what
 // the instances really hold leaves free instead (so that calls waiting on slow bindings do not
 // lock the quota up with their reservations; concurrent calls may then pass the quota by what
-// they grow into together, at most that free memory each); when even that is nothing, the call
+// they grow into together, at most that free memory each); an instance with no room to grow
+// still runs in what it holds; when even that is short (or it holds nothing yet), the call
 // is refused with a quota.ExceededError (RESOURCE_EXHAUSTED). A call that fails because the
 // lowered budget refused it memory reports the quota too (memAccount.explain).
 
@@ -70,6 +76,7 @@ func (ov *overseer) newAccount(self *actor) *memAccount { return &memAccount{ov:
 // Acquire implements runtime.MemoryAccount.
 func (m *memAccount) Acquire(held, budget int64) (int64, error) {
 	g := &m.ov.k.gov
+	var waitUntil time.Time // while the workspace is under its fair share: wait for room until then
 	for evict := true; ; {
 		g.mu.Lock()
 		allow, over := m.room(held, budget, true)
@@ -77,7 +84,7 @@ func (m *memAccount) Acquire(held, budget int64) (int64, error) {
 			allow, over = m.room(held, budget, false)
 		}
 		if over == nil || !evict {
-			if over != nil && allow <= held {
+			if over != nil && (allow <= 0 || allow < held) {
 				g.mu.Unlock()
 				return 0, over
 			}
@@ -87,12 +94,56 @@ func (m *memAccount) Acquire(held, budget int64) (int64, error) {
 			return allow, nil
 		}
 		g.mu.Unlock()
-		scope := m.ov
-		if over.Quota == "host_memory" {
-			scope = nil
+		if over.Quota != "host_memory" {
+			evict = m.ov.k.evictLRU([]*overseer{m.ov}, true)
+			continue
 		}
-		evict = m.ov.k.evictLRU(scope, true)
+		// The host is short: only workspaces holding more than their fair share give way, so
+		// that a tenant filling the host cannot push a smaller one's instances out.
+		givers, under := m.ov.k.fairShare(m.ov)
+		if evict = m.ov.k.evictLRU(givers, true); evict || !under || len(givers) == 0 {
+			continue
+		}
+		// Their instances are all busy now: a workspace under its share waits a little for
+		// one of them to end its call.
+		if waitUntil.IsZero() {
+			waitUntil = time.Now().Add(shareWait)
+		}
+		if evict = time.Now().Before(waitUntil); evict {
+			time.Sleep(shareWait / 50)
+		}
 	}
+}
+
+// shareWait is how long a call of a workspace under its fair share of host_memory waits for
+// an instance of a workspace over its share to become idle (and be evicted) before it is
+// refused.
+const shareWait = time.Second
+
+// fairShare returns the running workspaces that hold more than their fair share of
+// host_memory (its value divided among the workspaces holding memory, ov among them), and
+// whether ov holds less than its share.
+func (k *Kernel) fairShare(ov *overseer) (over []*overseer, under bool) {
+	ovs := k.running()
+	lim := k.limits().HostMemory
+	k.gov.mu.Lock()
+	defer k.gov.mu.Unlock()
+	n := int64(0)
+	for _, o := range ovs {
+		if o.use.held > 0 || o == ov {
+			n++
+		}
+	}
+	if !slices.Contains(ovs, ov) {
+		n++
+	}
+	share := lim / max(n, 1)
+	for _, o := range ovs {
+		if o.use.held > share {
+			over = append(over, o)
+		}
+	}
+	return over, ov.use.held < share
 }
 
 // room returns what the instance may hold now, at most budget, and the quota that makes it
@@ -141,9 +192,11 @@ func (m *memAccount) charge(n, held int64) {
 }
 
 // explain adds the quota that lowered the instance's budget to a call's error when the budget
-// refused the call memory: the call failed for the quota, not for the instance's own budget.
+// refused the call memory (a trap past the budget, or QuickJS's out-of-memory error): the call
+// failed for the quota, not for the instance's own budget.
 func (m *memAccount) explain(err error) error {
-	if err == nil || !errors.Is(err, runtime.ErrMemory) {
+	var js *jsruntime.Error
+	if err == nil || !errors.Is(err, runtime.ErrMemory) && !(errors.As(err, &js) && js.Message == "out of memory") {
 		return err
 	}
 	m.ov.k.gov.mu.Lock()
@@ -155,14 +208,9 @@ func (m *memAccount) explain(err error) error {
 	return fmt.Errorf("%w; the call was stopped: %w", over, err)
 }
 
-// evictLRU evicts the least recently used idle gadget instance of workspace ov, or of the whole
-// node when ov is nil; with memory set, only one that holds memory. It reports whether it
-// evicted one.
-func (k *Kernel) evictLRU(ov *overseer, memory bool) bool {
-	ovs := []*overseer{ov}
-	if ov == nil {
-		ovs = k.running()
-	}
+// evictLRU evicts the least recently used idle gadget instance of the workspaces ovs; with
+// memory set, only one that holds memory. It reports whether it evicted one.
+func (k *Kernel) evictLRU(ovs []*overseer, memory bool) bool {
 	type candidate struct {
 		ov   *overseer
 		a    *actor
@@ -202,7 +250,7 @@ func (ov *overseer) admitActor() (bool, error) {
 		return true, nil
 	}
 	ov.mu.Unlock()
-	evicted := ov.k.evictLRU(ov, false)
+	evicted := ov.k.evictLRU([]*overseer{ov}, false)
 	ov.mu.Lock()
 	if !evicted {
 		return false, &quota.ExceededError{Quota: "live_instances", Limit: lim, Used: live, Whose: ov.whoseLocked()}

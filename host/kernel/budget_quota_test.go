@@ -131,22 +131,42 @@ func TestHostMemoryQuota(t *testing.T) {
 	s := startServer(t, t.TempDir()+"/a.db", withQuotas(quota.Limits{HostMemory: limit}))
 	home := s.user(t, "ada").Call(ctx, "createWorkspace", "home")
 	other := s.user(t, "bob").Call(ctx, "createWorkspace", "other")
-	mine, theirs := hogs(t, home, "a", "b"), hogs(t, other, "x", "y")
+	mine, theirs := hogs(t, home, "a", "b"), hogs(t, other, "x", "y", "z", "w")
 	usage := func() int64 { return s.k.HostUsage()["host_memory"] }
-	fillAll(t, usage, limit, mine["a"], mine["b"], theirs["x"], theirs["y"]) // y evicts home's a
-	if live := s.k.WorkspaceUsage("home")["live_instances"]; live != 1 {
-		t.Errorf("home has %d live instances after other's fill, want 1 (a evicted)", live)
+	fillAll(t, usage, limit, mine["a"], mine["b"], theirs["x"])
+	// bob goes on filling past his fair share (half the host each): his own idle instances
+	// give way, or his calls are refused; ada's, within her share, are never pushed out.
+	refusals := 0
+	for _, n := range []string{"y", "z", "w", "x"} {
+		if _, err := theirs[n].Call(ctx, "fill", 40).Await(ctx); err != nil {
+			var e *capnweb.Error
+			if !errors.As(err, &e) || e.Props["code"] != "RESOURCE_EXHAUSTED" {
+				t.Fatalf("bob's fill %s: %v, want success or RESOURCE_EXHAUSTED", n, err)
+			}
+			refusals++
+		}
+		if used := usage(); used > limit {
+			t.Fatalf("after bob's fill %s: %d MiB used, limit %d MiB", n, used/mib, limit/mib)
+		}
+		if live := s.k.WorkspaceUsage("home")["live_instances"]; live != 2 {
+			t.Fatalf("home has %d live instances after bob's fill %s, want 2 (ada is within her fair share)", live, n)
+		}
 	}
-	if got := await(t, mine["a"].Call(ctx, "ping")); got != "pong" { // another tenant's gadget is intact
-		t.Fatalf("a.ping after its eviction = %v", got)
+	if live := s.k.WorkspaceUsage("other")["live_instances"]; live == 4 && refusals == 0 {
+		t.Errorf("bob kept 4 instances of 40 MiB and more on a %d MiB host", limit/mib)
 	}
-	wait := spinning(t, theirs["x"])
+	for _, n := range []string{"a", "b"} {
+		if got := await(t, mine[n].Call(ctx, "ping")); got != "pong" {
+			t.Fatalf("%s.ping = %v", n, got)
+		}
+	}
+	wait := spinning(t, theirs["z"])
 	s.k.SetQuotas(quota.Limits{HostMemory: 4 * mib})
 	refused(t, mine["b"].Call(ctx, "fill", 1), "RESOURCE_EXHAUSTED", "quota host_memory exceeded: this server has")
 	wait()
 	s.k.SetQuotas(quota.Limits{HostMemory: limit})
 	if got := await(t, mine["b"].Call(ctx, "ping")); got != "pong" {
-		t.Fatalf("b.ping after x's call = %v", got)
+		t.Fatalf("b.ping after z's call = %v", got)
 	}
 }
 
