@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -89,9 +90,10 @@ func (h *Hasher) Verify(ctx context.Context, stored PasswordHash, password strin
 // bigHash is the memory cost (KiB) from which a finished hash's memory is collected at once.
 const bigHash = 1 << 10
 
-// run runs f, a hash of parameters p, in a slot. After a big hash it collects the garbage at
-// once, so that the next hash reuses its memory: left to the collector's pace (GOGC), the
-// finished hashes' garbage could double the memory the slots take.
+// run runs f, a hash of parameters p, in a slot. After a big hash it collects the garbage and
+// returns the freed memory to the system at once: left to the collector's pace (GOGC), the
+// finished hashes' garbage could double the memory the slots take, and freed memory that
+// other allocations split up could not hold the next hash.
 func (h *Hasher) run(ctx context.Context, p Params, f func() error) error {
 	if err := h.acquire(ctx); err != nil {
 		return err
@@ -102,7 +104,7 @@ func (h *Hasher) run(ctx context.Context, p Params, f func() error) error {
 	}
 	err := f()
 	if p.MemoryKiB >= bigHash {
-		runtime.GC()
+		debug.FreeOSMemory()
 	}
 	return err
 }

@@ -141,6 +141,10 @@ func TestRateAllowsABurstThenOnePerInterval(t *testing.T) {
 	if w := r.Take("a"); w != 10*time.Minute {
 		t.Fatalf("one action per interval: wait %v", w)
 	}
+	r.Refund("a")
+	if w := r.Take("a"); w != 0 {
+		t.Fatalf("after a refund: wait %v", w)
+	}
 	now = now.Add(time.Hour)
 	for i := range 3 {
 		if w := r.Take("a"); w != 0 {

@@ -66,6 +66,15 @@ func (r *Rate) Take(key string) time.Duration {
 	return 0
 }
 
+// Refund gives key back one action it took (one that came to nothing).
+func (r *Rate) Refund(key string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if full, ok := r.keys[key]; ok {
+		r.keys[key] = full.Add(-r.cfg.Every)
+	}
+}
+
 // Len returns the number of keys tracked.
 func (r *Rate) Len() int {
 	r.mu.Lock()

@@ -47,6 +47,7 @@ func (p *Public) Signup(ctx context.Context, username, password string) (string,
 	}
 	pw, err := k.hashPassword(ctx, password)
 	if err != nil {
+		k.guards.refundSignup(ctx)
 		return "", err
 	}
 	u := store.User{ID: store.NewID("u"), Name: username, Password: pw, Created: time.Now().UTC()}

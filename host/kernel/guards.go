@@ -100,6 +100,14 @@ func (g guards) signup(ctx context.Context) error {
 	return nil
 }
 
+// refundSignup gives the caller's address back the signup it spent on a signup that the
+// server could not make (too busy to hash its password).
+func (g guards) refundSignup(ctx context.Context) {
+	if addr := remoteHost(ctx); addr != "" {
+		g.signups.Refund(addr)
+	}
+}
+
 // tooMany is the refusal of an attempt that must wait.
 func tooMany(what string, wait time.Duration) error {
 	return fail(CodeUnauthorized, "%s: too many failed attempts; try again in %v", what, wholeSeconds(wait))

@@ -263,3 +263,21 @@ func TestUnknownUsernamesAreLimitedAlike(t *testing.T) {
 		refused(t, root.Call(ctx, "login", user, "wrong password"), "UNAUTHORIZED", "too many failed attempts; try again in 1s")
 	}
 }
+
+func TestBusySignupsSpendNothing(t *testing.T) {
+	probe := &hashProbe{}
+	s := startServer(t, filepath.Join(t.TempDir(), "a.db"), func(c *kernel.Config) {
+		c.HashLimit, c.HashWait, c.HashHook, c.SignupBurst = 1, time.Millisecond, probe.hook, 2
+	})
+	root := s.dial(t)
+	probe.hold()
+	held := root.Call(ctx, "signup", "ada", "password-ada")
+	until(t, "a hash", func() bool { return probe.started.Load() == 1 })
+	for i := range 5 {
+		refused(t, root.Call(ctx, "signup", fmt.Sprint("busy", i), "a long password"), "UNAVAILABLE", "busy checking other passwords")
+	}
+	probe.release()
+	await(t, held)
+	await(t, root.Call(ctx, "signup", "bob", "password-bob")) // the burst's second signup
+	refused(t, root.Call(ctx, "signup", "carol", "password-carol"), "UNAVAILABLE", "too many signups")
+}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 
+	"atelier/capnweb"
 	"atelier/host/auth"
 )
 
 // hashPassword encodes a salted argon2id hash of password for the store. It waits for a free
 // hash slot (Config.HashLimit) and fails with UNAVAILABLE when none frees up in time.
 func (k *Kernel) hashPassword(ctx context.Context, password string) (json.RawMessage, error) {
+	capnweb.Unblock(ctx) // a hash takes long: the session's next calls need not wait for it
 	h, err := k.hasher.Hash(ctx, password)
 	if err != nil {
 		return nil, wrapErr(err, "hash password")
@@ -37,6 +39,7 @@ func (k *Kernel) checkPassword(ctx context.Context, stored json.RawMessage, pass
 // the caller must wait ("too many failed attempts", before any hash), or with the message
 // wrong when the password does not match.
 func (k *Kernel) passwordAttempt(ctx context.Context, what, username string, stored json.RawMessage, password, wrong string) error {
+	capnweb.Unblock(ctx) // a check takes long: the session's next calls need not wait for it
 	at, err := k.guards.begin(ctx, what, username)
 	if err != nil {
 		return err

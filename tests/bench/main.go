@@ -5,8 +5,8 @@
 // same run), cluster mode next to one node (three nodes on JetStream R3, one on R1, against one
 // node with its bbolt file, with the same load), the gatekeeper hop (a gatekeeper's HTTP call
 // next to the same plain Go HTTP call, with the difference), then the other benchmarks (Cap'n
-// Web, kernel, cluster failover, the host bytes a lifted result costs per byte) with their extra
-// metrics.
+// Web, kernel, cluster failover, the host bytes a lifted result costs per byte, 100 parallel
+// logins, the hostile-tenant soak) with their extra metrics.
 //
 //	go run ./tests/bench                  # all benchmarks, 1s each
 //	go run ./tests/bench -benchtime 200ms # quicker, noisier
@@ -28,7 +28,7 @@ import (
 )
 
 // packages are the benchmarked packages, in the order their tables are printed.
-var packages = []string{"./host/runtime", "./tests/runtime", "./capnweb", "./tests/kernel", "./tests/gatekeeper", "./tests/cluster", "./host/cluster", "./tests/bench"}
+var packages = []string{"./host/runtime", "./tests/runtime", "./capnweb", "./tests/kernel", "./tests/gatekeeper", "./tests/cluster", "./host/cluster", "./tests/bench", "./tests/soak"}
 
 // pairs are the tables of benchmarks measured back to back: X<slow> next to X<fast>.
 var pairs = []struct{ title, slow, fast, slowName, fastName string }{
