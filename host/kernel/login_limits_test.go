@@ -116,6 +116,7 @@ func TestPasswordHashesAreBounded(t *testing.T) {
 	root := s.dial(t)
 	held := root.Call(ctx, "login", "nobody", "a password")
 	again := s.dial(t).Call(ctx, "login", "nobody", "a password")
+	until(t, "both slots held", func() bool { return probe.running.Load() == 2 })
 	extra := s.dial(t).Call(ctx, "login", "other", "a password")
 	refused(t, extra, "UNAVAILABLE", "login: the server is busy checking other passwords; try again in a few seconds")
 	probe.release()
