@@ -74,7 +74,7 @@ type memAccount struct {
 func (ov *overseer) newAccount(self *actor) *memAccount { return &memAccount{ov: ov, self: self} }
 
 // Acquire implements runtime.MemoryAccount.
-func (m *memAccount) Acquire(held, budget int64) (int64, error) {
+func (m *memAccount) Acquire(held, budget, _ int64) (int64, error) {
 	g := &m.ov.k.gov
 	var waitUntil time.Time // while the workspace is under its fair share: wait for room until then
 	for evict := true; ; {
