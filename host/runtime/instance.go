@@ -44,7 +44,7 @@ type InstanceConfig struct {
 type MemoryAccount interface {
 	// Acquire gets the bytes the instance holds now (its tables' reserve and its memories),
 	// its budget for the call, and the called function's lift factor (wit.LiftFactor of its
-	// result; 0 for instantiation, resource drops and results without lists or strings), and
+	// result; 0 for instantiation, resource drops and results without lists), and
 	// returns the bytes it may hold until the matching Release, at most the budget; a growth
 	// past them is refused as past the budget (ErrMemory). While the call's result is lifted,
 	// Wasmtime may allocate up to liftFactor times those bytes besides: an account sharing

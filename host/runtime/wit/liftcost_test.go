@@ -8,7 +8,7 @@ import (
 
 // TestLiftFactor checks LiftFactor on the result types the runtime sees: none for a result
 // without lists or strings, the measured constants over the element's canonical size for a
-// list, the largest over nested lists, and LiftStringFactor for a string.
+// list, the largest over nested lists, and none for a string alone.
 func TestLiftFactor(t *testing.T) {
 	u32 := &wit.Type{Kind: wit.U32}
 	boolT := &wit.Type{Kind: wit.Bool}
@@ -23,7 +23,7 @@ func TestLiftFactor(t *testing.T) {
 		{u32, 0},
 		{point, 0},
 		{&wit.Type{Kind: wit.Option, Elem: u32}, 0},
-		{str, wit.LiftStringFactor},
+		{str, 0},
 		{list(boolT), wit.LiftValBytes},
 		{list(&wit.Type{Kind: wit.U8}), wit.LiftValBytes},
 		{list(u32), wit.LiftValBytes / 4},
