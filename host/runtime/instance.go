@@ -253,7 +253,14 @@ func (in *Instance) callLocked(ctx context.Context, name string, args []any) (an
 		var se *wit.SizeError
 		switch {
 		case errors.As(err, &ce):
-			in.retired = in.classify(name, ce)
+			te := in.classify(name, ce)
+			if te.Kind == ErrMemory && b.lift > 0 { // say when the lift bound lowered the budget
+				if room := in.liftRoom(b); TableReserve(in.cfg.Limits.MaxMemory)+room < in.cfg.Limits.MaxMemory {
+					te.Message += fmt.Sprintf("; a call returning %s may hold at most %s in its memories (Limits.MaxLiftBytes / %d, what Wasmtime may cost lifting the result): return less per call",
+						b.ft.Result, wit.FormatSize(room), b.lift)
+				}
+			}
+			in.retired = te
 		case errors.As(err, &se):
 			in.retired = &TrapError{Kind: ErrResultTooLarge, Func: name, Message: se.Error(), Host: se}
 		default:
@@ -348,7 +355,7 @@ func (in *Instance) begin(ctx context.Context, fn *boundFunc) error {
 	budget, lift, held := in.cfg.Limits.MaxMemory, int64(0), in.store.MemoryUsed()
 	if fn != nil && fn.lift > 0 { // the result lies in the linear memories: the tables' reserve aside
 		lift = fn.lift
-		reserve, room := TableReserve(budget), in.cfg.Limits.MaxLiftBytes/lift
+		reserve, room := TableReserve(budget), in.liftRoom(fn)
 		if held-reserve > room {
 			return &LiftBoundError{Result: fn.ft.Result.String(), Factor: lift, Held: held - reserve, Bound: in.cfg.Limits.MaxLiftBytes}
 		}
@@ -364,6 +371,10 @@ func (in *Instance) begin(ctx context.Context, fn *boundFunc) error {
 	in.store.SetMemoryBudget(budget)
 	return nil
 }
+
+// liftRoom returns what the memories of an instance calling fn, whose result holds lists
+// (fn.lift > 0), may hold under Limits.MaxLiftBytes.
+func (in *Instance) liftRoom(fn *boundFunc) int64 { return in.cfg.Limits.MaxLiftBytes / fn.lift }
 
 // end undoes begin, and tells the account what the instance holds now.
 func (in *Instance) end() {
