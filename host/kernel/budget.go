@@ -38,6 +38,15 @@ import (
 // still runs in what it holds; when even that is short (or it holds nothing yet), the call
 // is refused with a quota.ExceededError (RESOURCE_EXHAUSTED). A call that fails because the
 // lowered budget refused it memory reports the quota too (memAccount.explain).
+//
+// Lifting: while Wasmtime lifts a call's result it may allocate up to the result type's lift
+// factor (wit.LiftFactor, 80 for list<bool>) times the instance's memory besides (see
+// runtime.Limits.MaxLiftBytes). For such a call the account charges host_memory the allowance
+// times 1+factor, so the allowance is at most the host's room divided by 1+factor (and the
+// workspace's room, charged the allowance alone, as for any call); the same eviction, fair-share
+// wait and sharing of what is free apply, and an instance holding more than that allowance is
+// refused the call (host_memory, RESOURCE_EXHAUSTED). Release ends the transient: the instance
+// is charged what it holds.
 
 // governor keeps the memory that the node's live instances hold.
 type governor struct {
@@ -63,6 +72,9 @@ type memAccount struct {
 	// charged is what the instance is charged (written under governor.mu; read without it to
 	// find instances worth evicting).
 	charged atomic.Int64
+	// lifting is what host_memory is charged besides, for the call in flight, for Wasmtime
+	// lifting its result (governor.mu).
+	lifting int64
 	// held is what the instance held at the end of its latest call (governor.mu).
 	held int64
 	// limitedBy is the quota that lowered the latest allowance below the instance's budget,
@@ -74,21 +86,24 @@ type memAccount struct {
 func (ov *overseer) newAccount(self *actor) *memAccount { return &memAccount{ov: ov, self: self} }
 
 // Acquire implements runtime.MemoryAccount.
-func (m *memAccount) Acquire(held, budget int64) (int64, error) {
+func (m *memAccount) Acquire(held, budget, liftFactor int64) (int64, error) {
 	g := &m.ov.k.gov
 	var waitUntil time.Time // while the workspace is under its fair share: wait for room until then
 	for evict := true; ; {
 		g.mu.Lock()
-		allow, over := m.room(held, budget, true)
+		allow, over := m.room(held, budget, liftFactor, true)
 		if over != nil && !evict && allow <= held { // reserved by calls in flight: share what is free
-			allow, over = m.room(held, budget, false)
+			allow, over = m.room(held, budget, liftFactor, false)
 		}
 		if over == nil || !evict {
 			if over != nil && (allow <= 0 || allow < held) {
 				g.mu.Unlock()
+				if liftFactor > 0 && over.Quota == "host_memory" {
+					return 0, fmt.Errorf("%w; the call's result may cost the host up to %d × the instance's memory while Wasmtime lifts it: return less per call", over, liftFactor)
+				}
 				return 0, over
 			}
-			m.charge(allow, held)
+			m.charge(allow, held, allow*liftFactor)
 			m.limitedBy = over
 			g.mu.Unlock()
 			return allow, nil
@@ -148,14 +163,14 @@ func (k *Kernel) fairShare(ov *overseer) (over []*overseer, under bool) {
 
 // room returns what the instance may hold now, at most budget, and the quota that makes it
 // less than budget (nil: none): counting the other instances' charges, reservations included,
-// or, without reserved, only what they held after their latest call. The caller holds
-// governor.mu.
-func (m *memAccount) room(held, budget int64, reserved bool) (int64, *quota.ExceededError) {
+// or, without reserved, only what they held after their latest call. host_memory must hold
+// 1+liftFactor times it (see "Lifting" above). The caller holds governor.mu.
+func (m *memAccount) room(held, budget, liftFactor int64, reserved bool) (int64, *quota.ExceededError) {
 	k := m.ov.k
 	lim := k.limits()
 	wsOthers, hostOthers := m.ov.use.held-m.held, k.gov.hostHeld-m.held
 	if reserved {
-		wsOthers, hostOthers = m.ov.use.mem-m.charged.Load(), k.gov.host-m.charged.Load()
+		wsOthers, hostOthers = m.ov.use.mem-m.charged.Load(), k.gov.host-m.charged.Load()-m.lifting
 	}
 	allow := budget
 	var over *quota.ExceededError
@@ -163,8 +178,8 @@ func (m *memAccount) room(held, budget int64, reserved bool) (int64, *quota.Exce
 		allow = lim.WorkspaceMemory - others
 		over = &quota.ExceededError{Quota: "workspace_memory", Limit: lim.WorkspaceMemory, Used: others + held, Whose: m.ov.whose()}
 	}
-	if others := hostOthers; lim.HostMemory >= 0 && lim.HostMemory-others < allow {
-		allow = lim.HostMemory - others
+	if others := hostOthers; lim.HostMemory >= 0 && (lim.HostMemory-others)/(1+liftFactor) < allow {
+		allow = (lim.HostMemory - others) / (1 + liftFactor)
 		over = &quota.ExceededError{Quota: "host_memory", Limit: lim.HostMemory, Used: others + held, Whose: "this server"}
 	}
 	return allow, over
@@ -174,17 +189,19 @@ func (m *memAccount) room(held, budget int64, reserved bool) (int64, *quota.Exce
 func (m *memAccount) Release(held int64) {
 	g := &m.ov.k.gov
 	g.mu.Lock()
-	m.charge(held, held)
+	m.charge(held, held, 0)
 	g.mu.Unlock()
 }
 
-// charge makes n the instance's charge and held what it holds; the caller holds governor.mu.
-func (m *memAccount) charge(n, held int64) {
+// charge makes n the instance's charge, lifting what host_memory is charged besides, and held
+// what it holds; the caller holds governor.mu.
+func (m *memAccount) charge(n, held, lifting int64) {
 	g := &m.ov.k.gov
 	d := n - m.charged.Load()
 	m.ov.use.mem += d
-	g.host += d
+	g.host += d + lifting - m.lifting
 	m.charged.Store(n)
+	m.lifting = lifting
 	dh := held - m.held
 	m.ov.use.held += dh
 	g.hostHeld += dh

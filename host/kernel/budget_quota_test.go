@@ -2,6 +2,7 @@ package kernel_test
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -229,5 +230,34 @@ func TestCallsPerSecondQuota(t *testing.T) {
 			t.Fatalf("call %d at 10 a second: %v", i, err)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestHostMemoryLiftQuota: a call whose result is a list reserves host_memory for what
+// Wasmtime allocates lifting it (81 times the instance's allowance for list<bool>). A small
+// list fits a 2 GiB host; once the instance holds more than that reservation allows, a list
+// call is refused before the guest runs (RESOURCE_EXHAUSTED, naming host_memory), and the
+// instance lives on for calls without lists.
+func TestHostMemoryLiftQuota(t *testing.T) {
+	s := startServer(t, t.TempDir()+"/a.db", withQuotas(quota.Limits{HostMemory: 2 << 30}))
+	ws := s.user(t, "ada").Call(ctx, "createWorkspace", "home")
+	wat, err := os.ReadFile("../runtime/testdata/bigresult.wat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := ws.Call(ctx, "createGadget", "big", wat, []string{}).Call(ctx, "connect")
+	if got := await(t, app.Call(ctx, "bools", 1000)).([]any); len(got) != 1000 {
+		t.Fatalf("bools(1000) = %d values", len(got))
+	}
+	if got := await(t, app.Call(ctx, "text", 12<<20)).(string); len(got) != 12<<20 { // its memory grows
+		t.Fatalf("text(12 Mi) = %d bytes", len(got))
+	}
+	refused(t, app.Call(ctx, "bools", 10), "RESOURCE_EXHAUSTED", "quota host_memory exceeded")
+	refused(t, app.Call(ctx, "bools", 10), "RESOURCE_EXHAUSTED", "may cost the host up to 80 × the instance's memory while Wasmtime lifts it: return less per call")
+	if got := await(t, app.Call(ctx, "count")); got != float64(1) {
+		t.Fatalf("count after the refusals = %v, want 1 (the same instance)", got)
+	}
+	if used := s.k.HostUsage()["host_memory"]; used < 12<<20 || used > 64<<20 {
+		t.Errorf("host_memory used after the calls: %d MiB, want what the instance holds", used/mib)
 	}
 }

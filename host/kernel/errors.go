@@ -86,7 +86,7 @@ func codeOf(err error) Code {
 		over    *quota.ExceededError
 	)
 	switch {
-	case errors.As(err, &over), errors.Is(err, wit.ErrTooLarge):
+	case errors.As(err, &over), errors.Is(err, wit.ErrTooLarge), errors.Is(err, runtime.ErrLiftBound):
 		return CodeResourceExhausted
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, runtime.ErrNoExport):
 		return CodeNotFound

@@ -92,13 +92,17 @@ type memoryRecorder struct {
 	allow   int64
 	refuse  error
 	acquire []int64
+	budget  []int64 // the budgets Acquire got
+	lift    []int64 // the lift factors Acquire got
 	release []int64
 }
 
-func (r *memoryRecorder) Acquire(held, _ int64) (int64, error) {
+func (r *memoryRecorder) Acquire(held, budget, liftFactor int64) (int64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.acquire = append(r.acquire, held)
+	r.budget = append(r.budget, budget)
+	r.lift = append(r.lift, liftFactor)
 	return r.allow, r.refuse
 }
 

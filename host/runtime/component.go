@@ -41,6 +41,9 @@ type export struct {
 	name string   // canonical spelling, for messages
 	path []string // as capi.Component.Export wants it
 	ft   *wit.FuncType
+	// lift is wit.LiftFactor of its result: what Wasmtime may allocate lifting the result,
+	// per byte of the instance's memory (see Limits.MaxLiftBytes).
+	lift int64
 }
 
 // Compile compiles a component from its binary or WAT text, or loads its compiled artifact
@@ -90,13 +93,13 @@ func (comp *Component) reflect() {
 	for _, it := range exports {
 		switch it.Kind {
 		case wit.ItemFunc:
-			comp.exports[it.Name] = export{name: it.Name, path: []string{it.Name}, ft: it.Func}
+			comp.exports[it.Name] = export{name: it.Name, path: []string{it.Name}, ft: it.Func, lift: wit.LiftFactor(it.Func.Result)}
 		case wit.ItemInstance:
 			for _, f := range it.Exports {
 				if f.Kind != wit.ItemFunc {
 					continue
 				}
-				e := export{name: it.Name + "#" + f.Name, path: []string{it.Name, f.Name}, ft: f.Func}
+				e := export{name: it.Name + "#" + f.Name, path: []string{it.Name, f.Name}, ft: f.Func, lift: wit.LiftFactor(f.Func.Result)}
 				comp.exports[e.name] = e
 				comp.exports[it.Interface()+"#"+f.Name] = e
 			}

@@ -58,7 +58,10 @@
 // Kind (ErrTrap, ErrDeadline, ErrFuel, ErrMemory) errors.Is matches, with the guest backtrace.
 // A result whose JSON encoding would be larger than Limits.MaxResult (estimated part by part
 // while it is lifted, see wit.Overhead) is refused before most of it is copied, and retires
-// the instance the same way (ErrResultTooLarge).
+// the instance the same way (ErrResultTooLarge). Wasmtime copies the whole result before that
+// (about 72 bytes a list element): a function whose result holds lists gets a memory budget of
+// at most Limits.MaxLiftBytes over its type's wit.LiftFactor, and an instance already holding
+// more is refused the call before it runs (ErrLiftBound; it lives on).
 //
 // The memory budget is enforced by Atelier's own memory creator, which charges every memory's
 // committed bytes (at creation and each growth) to the instance's one budget, records each

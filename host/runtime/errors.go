@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"atelier/host/runtime/internal/capi"
+	"atelier/host/runtime/wit"
 )
 
 // Sentinel errors. Match them with errors.Is: the typed errors below wrap them.
@@ -28,6 +29,10 @@ var (
 	// instance is retired, as after a trap, so that callers treat the call as failed
 	// throughout (the kernel discards its writes and starts a fresh instance).
 	ErrResultTooLarge = errors.New("result too large")
+	// ErrLiftBound: the called function's result may cost the host more than
+	// Limits.MaxLiftBytes while Wasmtime lifts it, given the memory the instance already holds
+	// (see *LiftBoundError). The call is refused before the guest runs; the instance lives on.
+	ErrLiftBound = errors.New("result may cost the host too much to lift")
 	// ErrRetired: the instance was retired by an earlier failure; instantiate again (or use a
 	// Slot, which does it for you).
 	ErrRetired = errors.New("instance retired")
@@ -40,6 +45,25 @@ var (
 	// an own<R> argument. The call is refused before the guest runs; the instance lives on.
 	ErrUnknownHandle = capi.ErrUnknownHandle
 )
+
+// LiftBoundError refuses a call up front: Wasmtime's C API may allocate up to Factor
+// (wit.LiftFactor of the result type Result) times the instance's linear memories while it
+// lifts the result, and they already hold Held bytes, more than Bound (Limits.MaxLiftBytes)
+// divided by Factor.
+type LiftBoundError struct {
+	Result      string
+	Factor      int64
+	Held, Bound int64
+}
+
+// Error says what the result may cost and what the caller can do.
+func (e *LiftBoundError) Error() string {
+	return fmt.Sprintf("its result type %s may cost the host up to %d × its memory while Wasmtime lifts it; the instance holds %s, over the lift bound of %s (%s / %d); return less per call",
+		e.Result, e.Factor, wit.FormatSize(e.Held), wit.FormatSize(e.Bound/e.Factor), wit.FormatSize(e.Bound), e.Factor)
+}
+
+// Unwrap returns ErrLiftBound.
+func (e *LiftBoundError) Unwrap() error { return ErrLiftBound }
 
 // TrapError reports a call that ended the instance. Kind is one of ErrTrap, ErrDeadline,
 // ErrMemory, ErrFuel or ErrResultTooLarge and is what errors.Is matches; Host is the error a

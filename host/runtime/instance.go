@@ -35,17 +35,22 @@ type InstanceConfig struct {
 	Account MemoryAccount
 }
 
-// MemoryAccount decides how much of its budget (Limits.MaxMemory) an instance may hold, call
-// by call, and learns what it holds. The Instance calls it with its lock held, on the calling
+// MemoryAccount decides how much of its budget (Limits.MaxMemory, lowered by
+// Limits.MaxLiftBytes for a call whose result holds lists) an instance may hold, call by call,
+// and learns what it holds. The Instance calls it with its lock held, on the calling
 // goroutine: Acquire before the instantiation and before each call and resource drop, and
 // Release after each of them and once more, with 0, when the instance is released. A Slot
 // reuses its InstanceConfig, so one account serves its successive instances (one at a time).
 type MemoryAccount interface {
-	// Acquire gets the bytes the instance holds now (its tables' reserve and its memories)
-	// and its budget (Limits.MaxMemory), and returns the bytes it may hold until the matching
-	// Release, at most the budget; a growth past them is refused as past the budget
-	// (ErrMemory). An error refuses the call before anything runs, and is returned by it.
-	Acquire(held, budget int64) (int64, error)
+	// Acquire gets the bytes the instance holds now (its tables' reserve and its memories),
+	// its budget for the call, and the called function's lift factor (wit.LiftFactor of its
+	// result; 0 for instantiation, resource drops and results without lists), and
+	// returns the bytes it may hold until the matching Release, at most the budget; a growth
+	// past them is refused as past the budget (ErrMemory). While the call's result is lifted,
+	// Wasmtime may allocate up to liftFactor times those bytes besides: an account sharing
+	// the host's memory counts them for the call's duration. An error refuses the call before
+	// anything runs, and is returned by it.
+	Acquire(held, budget, liftFactor int64) (int64, error)
 	// Release gets the bytes the instance holds after the call (0 once released).
 	Release(held int64)
 }
@@ -69,6 +74,15 @@ type Limits struct {
 	// before most of it is copied into Go memory, with a *TrapError of kind
 	// ErrResultTooLarge, and retires the instance.
 	MaxResult int64
+	// MaxLiftBytes bounds what Wasmtime's C API may allocate while it lifts a call's result,
+	// default DefaultMaxLiftBytes. Wasmtime copies the whole result into its own values before
+	// the host sees it (MaxResult comes after), up to wit.LiftFactor of the result type times
+	// the bytes of the instance's linear memories (80 for list<bool>): during a call to such
+	// a function they may hold at most MaxLiftBytes divided by the factor (the tables'
+	// reserve comes on top), and an instance whose memories already hold more is refused the
+	// call up front with a *LiftBoundError (ErrLiftBound; the instance lives on). Like MaxMemory, it needs the runtime's own memory budget (not
+	// Config.MemoryImages or Config.Pooling).
+	MaxLiftBytes int64
 }
 
 // Instance is a live component instance. Calls are serialised by a mutex (a Wasmtime store is
@@ -154,7 +168,7 @@ func (rt *Runtime) Instantiate(ctx context.Context, comp *Component, cfg Instanc
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if err := in.begin(ctx); err != nil {
+	if err := in.begin(ctx, nil); err != nil {
 		in.release()
 		return nil, err
 	}
@@ -189,6 +203,9 @@ func (l Limits) withDefaults() Limits {
 	if l.MaxResult <= 0 {
 		l.MaxResult = DefaultMaxResult
 	}
+	if l.MaxLiftBytes <= 0 {
+		l.MaxLiftBytes = DefaultMaxLiftBytes
+	}
 	return l
 }
 
@@ -213,10 +230,11 @@ func (in *Instance) callLocked(ctx context.Context, name string, args []any) (an
 	if err := in.usable(); err != nil {
 		return nil, fmt.Errorf("call %s: %w", name, err)
 	}
-	f, ft, err := in.funcLocked(name)
+	b, err := in.funcLocked(name)
 	if err != nil {
 		return nil, err
 	}
+	f, ft := b.f, b.ft
 	if len(args) != len(ft.Params) {
 		return nil, fmt.Errorf("call %s: got %d arguments, want %d: %s", name, len(args), len(ft.Params), ft)
 	}
@@ -225,7 +243,7 @@ func (in *Instance) callLocked(ctx context.Context, name string, args []any) (an
 			return nil, fmt.Errorf("call %s: %w", name, err)
 		}
 	}
-	if err := in.begin(ctx); err != nil {
+	if err := in.begin(ctx, b); err != nil {
 		return nil, fmt.Errorf("call %s: %w", name, err)
 	}
 	// The arguments are consumed before the result is appended: one Flat serves both.
@@ -235,7 +253,14 @@ func (in *Instance) callLocked(ctx context.Context, name string, args []any) (an
 		var se *wit.SizeError
 		switch {
 		case errors.As(err, &ce):
-			in.retired = in.classify(name, ce)
+			te := in.classify(name, ce)
+			if te.Kind == ErrMemory && b.lift > 0 { // say when the lift bound lowered the budget
+				if room := in.liftRoom(b); TableReserve(in.cfg.Limits.MaxMemory)+room < in.cfg.Limits.MaxMemory {
+					te.Message += fmt.Sprintf("; a call returning %s may hold at most %s in its memories (Limits.MaxLiftBytes / %d, what Wasmtime may cost lifting the result): return less per call",
+						b.ft.Result, wit.FormatSize(room), b.lift)
+				}
+			}
+			in.retired = te
 		case errors.As(err, &se):
 			in.retired = &TrapError{Kind: ErrResultTooLarge, Func: name, Message: se.Error(), Host: se}
 		default:
@@ -265,34 +290,36 @@ type boundFunc struct {
 	name string
 	f    capi.Func
 	ft   *wit.FuncType
+	lift int64 // wit.LiftFactor(ft.Result)
 }
 
 // funcLocked returns the exported function called name. The last one used is checked first:
 // callers tend to call one function many times, and comparing the name is cheaper than
 // hashing it.
-func (in *Instance) funcLocked(name string) (capi.Func, *wit.FuncType, error) {
+func (in *Instance) funcLocked(name string) (*boundFunc, error) {
 	if b := in.last; b != nil && b.name == name {
-		return b.f, b.ft, nil
+		return b, nil
 	}
 	if b, ok := in.funcs[name]; ok {
 		in.last = b
-		return b.f, b.ft, nil
+		return b, nil
 	}
 	e, idx, err := in.comp.export(name)
 	if err != nil {
-		return capi.Func{}, nil, fmt.Errorf("call %s: %w", name, err)
+		return nil, fmt.Errorf("call %s: %w", name, err)
 	}
 	f, ok := in.inst.Func(idx)
 	if !ok {
-		return capi.Func{}, nil, fmt.Errorf("call %s: %w", name, ErrNoExport)
+		return nil, fmt.Errorf("call %s: %w", name, ErrNoExport)
 	}
-	in.last = &boundFunc{name: name, f: f, ft: e.ft}
+	in.last = &boundFunc{name: name, f: f, ft: e.ft, lift: e.lift}
 	in.funcs[name] = in.last
-	return f, e.ft, nil
+	return in.last, nil
 }
 
-// begin arms the deadline and fuel for one call.
-func (in *Instance) begin(ctx context.Context) error {
+// begin arms the deadline, fuel and memory budget for one call of fn (nil: instantiation or
+// a resource drop).
+func (in *Instance) begin(ctx context.Context, fn *boundFunc) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -324,15 +351,30 @@ func (in *Instance) begin(ctx context.Context) error {
 			return fmt.Errorf("set fuel: %w", err)
 		}
 	}
-	if acc := in.cfg.Account; acc != nil { // last: a refusal here leaves nothing to undo
-		allow, err := acc.Acquire(in.store.MemoryUsed(), in.cfg.Limits.MaxMemory)
+	// Last: a refusal here leaves nothing to undo.
+	budget, lift, held := in.cfg.Limits.MaxMemory, int64(0), in.store.MemoryUsed()
+	if fn != nil && fn.lift > 0 { // the result lies in the linear memories: the tables' reserve aside
+		lift = fn.lift
+		reserve, room := TableReserve(budget), in.liftRoom(fn)
+		if held-reserve > room {
+			return &LiftBoundError{Result: fn.ft.Result.String(), Factor: lift, Held: held - reserve, Bound: in.cfg.Limits.MaxLiftBytes}
+		}
+		budget = min(budget, reserve+room)
+	}
+	if acc := in.cfg.Account; acc != nil {
+		allow, err := acc.Acquire(held, budget, lift)
 		if err != nil {
 			return err
 		}
-		in.store.SetMemoryBudget(min(allow, in.cfg.Limits.MaxMemory))
+		budget = min(allow, budget)
 	}
+	in.store.SetMemoryBudget(budget)
 	return nil
 }
+
+// liftRoom returns what the memories of an instance calling fn, whose result holds lists
+// (fn.lift > 0), may hold under Limits.MaxLiftBytes.
+func (in *Instance) liftRoom(fn *boundFunc) int64 { return in.cfg.Limits.MaxLiftBytes / fn.lift }
 
 // end undoes begin, and tells the account what the instance holds now.
 func (in *Instance) end() {
@@ -450,7 +492,7 @@ func (in *Instance) DropResource(ctx context.Context, h wit.Handle) error {
 	if err := in.usable(); err != nil {
 		return fmt.Errorf("drop resource %d: %w", h, err)
 	}
-	if err := in.begin(ctx); err != nil {
+	if err := in.begin(ctx, nil); err != nil {
 		return fmt.Errorf("drop resource %d: %w", h, err)
 	}
 	err := in.store.DropResource(h)

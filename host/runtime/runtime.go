@@ -30,6 +30,9 @@ const (
 	// DefaultMaxResult bounds the estimated encoding of a call's result when Limits.MaxResult
 	// is zero: Cap'n Web's largest message (capnweb.DefaultLimits().MaxMessageSize).
 	DefaultMaxResult = 16 << 20
+	// DefaultMaxLiftBytes bounds what Wasmtime may allocate lifting a call's result when
+	// Limits.MaxLiftBytes is zero.
+	DefaultMaxLiftBytes = 1 << 30
 	// DefaultKeepMemories is how many freed linear memories are kept for reuse when
 	// Config.KeepMemories is zero.
 	DefaultKeepMemories = 16
