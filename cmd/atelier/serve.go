@@ -25,6 +25,7 @@ import (
 	"atelier/host/gatekeeper/extism"
 	"atelier/host/gateway"
 	"atelier/host/kernel"
+	"atelier/host/quota"
 	"atelier/host/runtime"
 	"atelier/host/store"
 )
@@ -78,6 +79,7 @@ Examples:
 			fs.Int64Var(&o.limits.MaxMemory, "max-memory", 256<<20, "memory budget of one gadget instance (its linear memories and tables together), in bytes")
 			fs.DurationVar(&o.gadgetIdle, "gadget-idle", time.Minute, "evict a gadget's instance after this long without calls")
 			fs.DurationVar(&o.workspaceIdle, "workspace-idle", 5*time.Minute, "stop an idle workspace's overseer after this long")
+			fs.Func("quota", "`NAME=VALUE` sets a quota's starting value (repeatable; e.g. calls_per_second=unlimited, host_memory=4GiB); the admin's changes (atelier admin quota set) override it", o.quotaFlag)
 			fs.BoolVar(&o.noSignup, "no-signup", false, "refuse signup(): only the admin (and users created before) can log in")
 			fs.BoolVar(&o.metricsPublic, "metrics-public", false, "serve /metrics to anyone (default: only with the admin user's token)")
 			fs.IntVar(&o.hashLimit, "hash-limit", 0, "password hashes run at once, 64 MiB each (default: from the CPUs and the available memory); more logins wait up to 2s, then get UNAVAILABLE")
@@ -146,7 +148,23 @@ type serveOptions struct {
 	signupEvery               time.Duration
 	trustedProxy              gateway.TrustedProxy
 	retention                 store.Retention
+	quotas                    quota.Limits
 	cluster                   clusterOptions
+}
+
+// quotaFlag sets one quota of a --quota NAME=VALUE flag.
+func (o *serveOptions) quotaFlag(s string) error {
+	name, value, ok := strings.Cut(s, "=")
+	q, known := quota.Lookup(strings.TrimSpace(name))
+	if !ok || !known {
+		return fmt.Errorf("want NAME=VALUE with NAME one of %s", strings.Join(quota.Names(), ", "))
+	}
+	v, err := q.Parse(value)
+	if err != nil {
+		return err
+	}
+	q.Set(&o.quotas, v)
+	return nil
 }
 
 type clusterOptions struct {
@@ -204,7 +222,7 @@ func serve(ctx context.Context, o serveOptions) error {
 	defer gkRuntime.Close()
 	defer extismEngine.Close()
 	k := kernel.New(kernel.Config{Runtime: rt, Store: db, Limits: o.limits, Logger: logger, Version: versionString(),
-		SignupsDisabled: o.noSignup, HashLimit: o.hashLimit, SignupBurst: o.signupBurst, SignupEvery: o.signupEvery, GadgetIdle: o.gadgetIdle, WorkspaceIdle: o.workspaceIdle,
+		SignupsDisabled: o.noSignup, HashLimit: o.hashLimit, SignupBurst: o.signupBurst, SignupEvery: o.signupEvery, GadgetIdle: o.gadgetIdle, WorkspaceIdle: o.workspaceIdle, Quotas: o.quotas,
 		GatekeeperRuntime: gkRuntime, Extism: extismEngine, KeyFile: cmp.Or(o.vaultKey, o.data+".key"), Cluster: clusterOf(member)})
 	defer k.Close()
 	if member != nil {

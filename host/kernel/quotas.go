@@ -213,11 +213,7 @@ func (a *Authed) SetQuota(ctx context.Context, name string, value *int64) error 
 	}
 	q, ok := quota.Lookup(name)
 	if !ok {
-		names := make([]string, len(quota.Infos))
-		for i, q := range quota.Infos {
-			names[i] = q.Name
-		}
-		return fail(CodeInvalidArgument, "set quota: no quota %q; the quotas are %s", name, strings.Join(names, ", "))
+		return fail(CodeInvalidArgument, "set quota: no quota %q; the quotas are %s", name, strings.Join(quota.Names(), ", "))
 	}
 	v := int64(0)
 	if value != nil {

@@ -61,7 +61,7 @@ var Defaults = Limits{
 	LiveInstances:   32,
 	WorkspaceMemory: 2 << 30,
 	CodeRuns:        4,
-	CallsPerSecond:  500,
+	CallsPerSecond:  5000,
 
 	HostMemory: 8 << 30,
 }
@@ -97,6 +97,15 @@ func Lookup(name string) (Info, bool) {
 		return Info{}, false
 	}
 	return Infos[i], true
+}
+
+// Names lists every quota's name, in the order of Infos.
+func Names() []string {
+	names := make([]string, len(Infos))
+	for i, q := range Infos {
+		names[i] = q.Name
+	}
+	return names
 }
 
 // Get returns the quota's value in l, its default when unset.

@@ -32,7 +32,7 @@ const (
 	DefaultMaxResult = 16 << 20
 	// DefaultMaxLiftBytes bounds what Wasmtime may allocate lifting a call's result when
 	// Limits.MaxLiftBytes is zero.
-	DefaultMaxLiftBytes = 1 << 30
+	DefaultMaxLiftBytes = 4 << 30
 	// DefaultKeepMemories is how many freed linear memories are kept for reuse when
 	// Config.KeepMemories is zero.
 	DefaultKeepMemories = 16

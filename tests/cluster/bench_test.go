@@ -39,9 +39,9 @@ func BenchmarkCalls(b *testing.B) {
 		b.Run(mode.name, func(b *testing.B) {
 			procs := []*serveproc.Process{}
 			if mode.nodes == 0 {
-				procs = append(procs, serveproc.Start(b, serveproc.Binary(b, tmpDir), filepath.Join(b.TempDir(), "atelier.db"), filepath.Join(tmpDir, "cache")))
+				procs = append(procs, serveproc.Launch(b, serveproc.Binary(b, tmpDir), filepath.Join(b.TempDir(), "atelier.db"), filepath.Join(tmpDir, "cache"), unlimitedCalls...).Wait(b))
 			} else {
-				procs = startCluster(b, mode.nodes).nodes
+				procs = startCluster(b, mode.nodes, unlimitedCalls...).nodes
 			}
 			var urls []string
 			for _, p := range procs {
@@ -138,3 +138,7 @@ func BenchmarkFailover(b *testing.B) {
 	b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "stall-ms") // ns/op also counts the last writes' wait
 	b.ReportMetric(leaseTTL.Seconds()*1000, "lease-ttl-ms")
 }
+
+// unlimitedCalls are the serve flags of the benchmarks' servers: they measure how many calls a
+// workspace can make, so no calls_per_second quota.
+var unlimitedCalls = []string{"--quota", "calls_per_second=unlimited"}

@@ -29,6 +29,7 @@ import (
 	"atelier/sdk/guesttest"
 	capnwebtests "atelier/tests/capnweb"
 	"atelier/tests/loadgen"
+	"atelier/tests/serveproc"
 )
 
 // inProcess is a kernel over a real bbolt file served by the real gateway on a loopback
@@ -157,7 +158,8 @@ func BenchmarkPath(b *testing.B) {
 		b.Run(fmt.Sprintf("%dclients", clients), func(b *testing.B) {
 			p := startInProcess(b, b.TempDir())
 			inproc := connectFleet(b, p.url, code, clients)
-			srv := startServe(b, atelierBinary(b), filepath.Join(b.TempDir(), "atelier.db"))
+			// It measures how many calls a workspace can make: no calls_per_second quota.
+			srv := serveproc.Launch(b, atelierBinary(b), filepath.Join(b.TempDir(), "atelier.db"), filepath.Join(tmpDir, "cache"), "--quota", "calls_per_second=unlimited").Wait(b)
 			full := connectFleet(b, srv.URL, code, clients)
 			b.Run("inproc", func(b *testing.B) {
 				defer reportGrouping(b, p.db)()
