@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -26,6 +27,10 @@ type HasherConfig struct {
 	// Wait is the longest a hash waits for a slot (2 s); at most 4×Limit hashes wait at once,
 	// the others are refused at once.
 	Wait time.Duration
+	// Share is the most hashes one client (a remote address) may have running or waiting at
+	// once (half the Limit, rounded up): past it its next hash is refused at once, so that one
+	// client cannot take every slot from the others.
+	Share int
 	// Hook, if set, is called in each hash's slot just before the hash runs (tests count and
 	// hold hashes with it).
 	Hook func()
@@ -41,6 +46,9 @@ type Hasher struct {
 	slots   chan struct{} // one per running hash
 	waiting chan struct{} // one per hash waiting for a slot
 	dummy   PasswordHash  // checked when there is no stored hash
+
+	mu      sync.Mutex     // guards clients
+	clients map[string]int // hashes running or waiting, by client (an entry lives while its client has one)
 }
 
 // NewHasher returns a Hasher.
@@ -54,16 +62,20 @@ func NewHasher(cfg HasherConfig) *Hasher {
 	if cfg.Wait <= 0 {
 		cfg.Wait = 2 * time.Second
 	}
+	if cfg.Share <= 0 {
+		cfg.Share = (cfg.Limit + 1) / 2
+	}
 	dummy := PasswordHash{Params: cfg.Params, Salt: make([]byte, saltLen), Key: make([]byte, keyLen)}
 	_, _ = rand.Read(dummy.Salt) // never fails (crypto/rand)
 	_, _ = rand.Read(dummy.Key)
-	return &Hasher{cfg: cfg, slots: make(chan struct{}, cfg.Limit), waiting: make(chan struct{}, 4*cfg.Limit), dummy: dummy}
+	return &Hasher{cfg: cfg, slots: make(chan struct{}, cfg.Limit), waiting: make(chan struct{}, 4*cfg.Limit), dummy: dummy, clients: map[string]int{}}
 }
 
-// Hash hashes password with a fresh salt and the Hasher's parameters.
-func (h *Hasher) Hash(ctx context.Context, password string) (PasswordHash, error) {
+// Hash hashes password with a fresh salt and the Hasher's parameters, for client (a remote
+// address; "" when unknown, which no share bounds).
+func (h *Hasher) Hash(ctx context.Context, client, password string) (PasswordHash, error) {
 	var out PasswordHash
-	err := h.run(ctx, h.cfg.Params, func() error {
+	err := h.run(ctx, client, h.cfg.Params, func() error {
 		var err error
 		out, err = HashPassword(password, h.cfg.Params)
 		return err
@@ -71,16 +83,16 @@ func (h *Hasher) Hash(ctx context.Context, password string) (PasswordHash, error
 	return out, err
 }
 
-// Verify reports whether password matches stored. Without a stored hash (zero: an unknown
-// user, or one without a password) it checks password against a random hash of the current
-// parameters, which matches nothing, so that it costs the same one hash.
-func (h *Hasher) Verify(ctx context.Context, stored PasswordHash, password string) (bool, error) {
+// Verify reports whether password matches stored, for client (as for Hash). Without a stored
+// hash (zero: an unknown user, or one without a password) it checks password against a random
+// hash of the current parameters, which matches nothing, so that it costs the same one hash.
+func (h *Hasher) Verify(ctx context.Context, client string, stored PasswordHash, password string) (bool, error) {
 	known := len(stored.Key) > 0 && len(stored.Salt) > 0
 	if !known {
 		stored = h.dummy
 	}
 	ok := false
-	err := h.run(ctx, stored.Params, func() error {
+	err := h.run(ctx, client, stored.Params, func() error {
 		ok = stored.Verify(password)
 		return nil
 	})
@@ -94,7 +106,11 @@ const bigHash = 1 << 10
 // returns the freed memory to the system at once: left to the collector's pace (GOGC), the
 // finished hashes' garbage could double the memory the slots take, and freed memory that
 // other allocations split up could not hold the next hash.
-func (h *Hasher) run(ctx context.Context, p Params, f func() error) error {
+func (h *Hasher) run(ctx context.Context, client string, p Params, f func() error) error {
+	if !h.enter(client) {
+		return ErrBusy
+	}
+	defer h.leave(client)
 	if err := h.acquire(ctx); err != nil {
 		return err
 	}
@@ -107,6 +123,32 @@ func (h *Hasher) run(ctx context.Context, p Params, f func() error) error {
 		debug.FreeOSMemory()
 	}
 	return err
+}
+
+// enter counts a hash of client against its Share, refusing it past the share.
+func (h *Hasher) enter(client string) bool {
+	if client == "" {
+		return true
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.clients[client] >= h.cfg.Share {
+		return false
+	}
+	h.clients[client]++
+	return true
+}
+
+// leave ends what enter counted.
+func (h *Hasher) leave(client string) {
+	if client == "" {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.clients[client]--; h.clients[client] <= 0 {
+		delete(h.clients, client)
+	}
 }
 
 // acquire takes a slot, waiting at most cfg.Wait (and while ctx lasts) in a bounded queue.

@@ -115,9 +115,9 @@ func TestPasswordHashesAreBounded(t *testing.T) {
 	probe.hold()
 	root := s.dial(t)
 	held := root.Call(ctx, "login", "nobody", "a password")
-	again := s.dial(t).Call(ctx, "login", "nobody", "a password")
+	again := s.dialFrom(t, "192.0.2.200:1000").Call(ctx, "login", "nobody", "a password") // one slot per address
 	until(t, "both slots held", func() bool { return probe.running.Load() == 2 })
-	extra := s.dial(t).Call(ctx, "login", "other", "a password")
+	extra := s.dialFrom(t, "192.0.2.201:1000").Call(ctx, "login", "other", "a password")
 	refused(t, extra, "UNAVAILABLE", "login: the server is busy checking other passwords; try again in a few seconds")
 	probe.release()
 	refused(t, held, "UNAUTHORIZED", "wrong username or password")

@@ -12,7 +12,7 @@ import (
 // hash slot (Config.HashLimit) and fails with UNAVAILABLE when none frees up in time.
 func (k *Kernel) hashPassword(ctx context.Context, password string) (json.RawMessage, error) {
 	capnweb.Unblock(ctx) // a hash takes long: the session's next calls need not wait for it
-	h, err := k.hasher.Hash(ctx, password)
+	h, err := k.hasher.Hash(ctx, remoteHost(ctx), password)
 	if err != nil {
 		return nil, wrapErr(err, "hash password")
 	}
@@ -31,7 +31,7 @@ func (k *Kernel) checkPassword(ctx context.Context, stored json.RawMessage, pass
 	if len(stored) > 0 && json.Unmarshal(stored, &h) != nil {
 		h = auth.PasswordHash{}
 	}
-	return k.hasher.Verify(ctx, h, password)
+	return k.hasher.Verify(ctx, remoteHost(ctx), h, password)
 }
 
 // passwordAttempt checks password against the stored hash of username's account (nil: none,
