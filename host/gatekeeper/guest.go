@@ -36,6 +36,9 @@ type GuestConfig struct {
 	Console func(runtime.ConsoleLine)
 	// Limits bound each call and the guest's memory.
 	Limits runtime.Limits
+	// Memory, when set, shares the memory of a component guest out with other instances
+	// (runtime.InstanceConfig.Account); Extism guests are bounded by Limits alone.
+	Memory runtime.MemoryAccount
 }
 
 // Guest is one running gatekeeper module: each method calls the connector function of the
@@ -76,7 +79,7 @@ func (c *componentCode) Start(ctx context.Context, cfg GuestConfig) (Guest, erro
 		bind[kv.Grant] = cfg.Store
 	}
 	inst, err := c.rt.Instantiate(ctx, c.comp, runtime.InstanceConfig{
-		Name: cfg.Name, Grants: Grants(), Limits: cfg.Limits, Console: cfg.Console, Bind: bind,
+		Name: cfg.Name, Grants: Grants(), Limits: cfg.Limits, Console: cfg.Console, Bind: bind, Account: cfg.Memory,
 	})
 	if err != nil {
 		return nil, err

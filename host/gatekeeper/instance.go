@@ -31,6 +31,8 @@ type Account struct {
 	Console func(runtime.ConsoleLine)
 	// Limits bound each call and the instance's memory.
 	Limits runtime.Limits
+	// Memory, when set, shares the instance's memory out with others (GuestConfig.Memory).
+	Memory runtime.MemoryAccount
 }
 
 // Instance is one live gatekeeper instance. It is safe for concurrent use; the guest runs one
@@ -72,7 +74,7 @@ func (g *Gatekeeper) Start(ctx context.Context, acct Account) (*Instance, error)
 	in := &Instance{g: g, name: acct.Name, url: acct.Resource, kind: grant.Kind, queue: acct.Queue}
 	policy.Scrubbed = sink{in}.scrubbed
 	in.guest, err = g.code.Start(ctx, GuestConfig{
-		Name: acct.Name, Policy: policy, Sink: sink{in}, Store: acct.Store, Console: acct.Console, Limits: acct.Limits,
+		Name: acct.Name, Policy: policy, Sink: sink{in}, Store: acct.Store, Console: acct.Console, Limits: acct.Limits, Memory: acct.Memory,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", m.Name, err)

@@ -68,7 +68,7 @@ type wsUse struct {
 // for its successive instances).
 type memAccount struct {
 	ov   *overseer
-	self *actor // the gadget whose instance this is; nil for a snippet
+	self *actor // the gadget whose instance this is; nil for a snippet or a gatekeeper instance
 	// charged is what the instance is charged (written under governor.mu; read without it to
 	// find instances worth evicting).
 	charged atomic.Int64
@@ -82,7 +82,8 @@ type memAccount struct {
 	limitedBy *quota.ExceededError
 }
 
-// newAccount returns the memory account of an instance of self (nil: a snippet).
+// newAccount returns the memory account of an instance of self (nil: a snippet or a
+// gatekeeper instance).
 func (ov *overseer) newAccount(self *actor) *memAccount { return &memAccount{ov: ov, self: self} }
 
 // Acquire implements runtime.MemoryAccount.

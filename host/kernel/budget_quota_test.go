@@ -3,6 +3,7 @@ package kernel_test
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -259,5 +260,35 @@ func TestHostMemoryLiftQuota(t *testing.T) {
 	}
 	if used := s.k.HostUsage()["host_memory"]; used < 12<<20 || used > 64<<20 {
 		t.Errorf("host_memory used after the calls: %d MiB, want what the instance holds", used/mib)
+	}
+}
+
+// TestGatekeeperInstancesShareHostMemory: a gatekeeper instance started for a gadget's binding
+// is charged to host_memory like the gadget's own: with the host's memory too small for it,
+// starting it is refused naming host_memory; with room, the instance runs and its memory shows
+// in the host's use.
+func TestGatekeeperInstancesShareHostMemory(t *testing.T) {
+	dir := t.TempDir()
+	s := startServer(t, filepath.Join(dir, "a.db"), withGatekeepers(t, dir))
+	tok, err := s.k.Bootstrap(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gk := await(t, s.dial(t).Call(ctx, "authenticate", tok).Call(ctx, "installGatekeeper", probeArchive(t))).(map[string]any)["id"].(string)
+	ada := s.user(t, "ada")
+	acct := await(t, ada.Call(ctx, "connectAccount", gk, "http://127.0.0.1:9/notebooks/work", map[string]any{"token": "secret-1"})).(map[string]any)["id"].(string)
+	ws := ada.Call(ctx, "createWorkspace", "home")
+	src := map[string]any{"server.js": `export class Gadget { ping() { return 1; } observe() { return this.env.notes.observe("seen"); } }`}
+	app := ws.Call(ctx, "createGadget", "app", src, jsGrants).Call(ctx, "connect")
+	await(t, app.Call(ctx, "ping")) // loads the gadget's instance alone
+	gadgetOnly := s.k.HostUsage()["host_memory"]
+	await(t, ws.Call(ctx, "bindGatekeeper", "app", "notes", acct))
+	s.k.SetQuotas(quota.Limits{HostMemory: gadgetOnly})
+	// The gadget sees its binding refused (and throws it on: a gadget error).
+	refused(t, app.Call(ctx, "observe"), "GADGET_ERROR", "start probe: quota host_memory exceeded")
+	s.k.SetQuotas(quota.Limits{})
+	await(t, app.Call(ctx, "observe"))
+	if used := s.k.HostUsage()["host_memory"]; used <= gadgetOnly {
+		t.Fatalf("host_memory use %d with the gatekeeper's instance live, want more than %d", used, gadgetOnly)
 	}
 }

@@ -133,7 +133,8 @@ func (ov *overseer) startInstance(ctx context.Context, acct store.GatekeeperAcco
 		return nil, err
 	}
 	state := &accountKV{st: ov.k.st, account: acct.ID, quota: ov.k.cfg.GadgetQuota}
-	return gk.Start(ctx, gatekeeper.Account{Name: acct.ID, Resource: acct.Resource, Credentials: creds, Queue: ov.queue, Store: state, Limits: ov.k.cfg.Limits})
+	return gk.Start(ctx, gatekeeper.Account{Name: acct.ID, Resource: acct.Resource, Credentials: creds, Queue: ov.queue, Store: state, Limits: ov.k.cfg.Limits,
+		Memory: ov.newAccount(nil)})
 }
 
 // openLink starts an instance of the account's gatekeeper and opens a session for caller
