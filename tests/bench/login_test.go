@@ -1,14 +1,13 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +19,7 @@ import (
 	"atelier/host/gateway"
 	"atelier/host/kernel"
 	"atelier/host/store"
+	capnwebtests "atelier/tests/capnweb"
 )
 
 // BenchmarkLogin runs rounds of 100 parallel logins over WebSocket against a kernel behind its
@@ -104,21 +104,11 @@ func resetPeakRSS(b *testing.B) {
 
 // procStatus reads a size field of /proc/self/status, in bytes.
 func procStatus(b *testing.B, field string) int64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
+	n, err := capnwebtests.ProcessStatus(os.Getpid(), field)
+	if errors.Is(err, fs.ErrNotExist) {
 		b.Skipf("no /proc/self/status: %v", err)
+	} else if err != nil {
+		b.Fatal(err)
 	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if rest, ok := strings.CutPrefix(s.Text(), field+":"); ok {
-			kib, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			if err != nil {
-				b.Fatalf("%s: %v", field, err)
-			}
-			return kib << 10
-		}
-	}
-	b.Fatalf("no %s in /proc/self/status", field)
-	return 0
+	return n
 }

@@ -177,6 +177,25 @@ func ProcessCPU(pid int) (time.Duration, error) {
 	return time.Duration(ticks) * time.Second / UserHZ, nil
 }
 
+// ProcessStatus returns a size field of /proc/PID/status ("VmHWM", "VmRSS") in bytes (Linux
+// only).
+func ProcessStatus(pid int, field string) (int64, error) {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, fmt.Errorf("%s of process %d: %w", field, pid, err)
+	}
+	for line := range strings.Lines(string(status)) {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			kib, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("%s of process %d: %w", field, pid, err)
+			}
+			return kib << 10, nil
+		}
+	}
+	return 0, fmt.Errorf("%s of process %d: not in /proc/%d/status", field, pid, pid)
+}
+
 // RunNode runs `node script args...` in nodeDir and returns its stdout. A non-zero exit status
 // is returned as an error that includes stderr; stdout is returned as well, because the scripts
 // still print their report when they fail.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"atelier/capnweb"
+	capnwebtests "atelier/tests/capnweb"
 	"atelier/tests/serveproc"
 )
 
@@ -81,20 +82,12 @@ func withSession(tb testing.TB, url string, fn func(s *session)) {
 }
 
 // await waits for p with the call timeout.
-func await(p *capnweb.Promise) (any, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-	defer cancel()
-	return p.Await(ctx)
-}
+func await(p *capnweb.Promise) (any, error) { return capnwebtests.Await(p) }
 
 // must awaits p and fails tb on error; what names the call in the failure.
 func must(tb testing.TB, what string, p *capnweb.Promise) any {
 	tb.Helper()
-	v, err := await(p)
-	if err != nil {
-		tb.Fatalf("%s: %v", what, err)
-	}
-	return v
+	return capnwebtests.Must(tb, what, p)
 }
 
 // mustString awaits a string result.

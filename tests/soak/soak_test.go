@@ -12,17 +12,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"atelier/capnweb"
+	capnwebtests "atelier/tests/capnweb"
 	"atelier/tests/serveproc"
 )
 
@@ -33,8 +32,6 @@ const (
 	// margin is what the server may use beyond the guest budget: its Go heap, the password
 	// hashes in flight (4 x 64 MiB), compiled code and kept memories.
 	margin = 1 << 30
-	// callTimeout bounds one well-behaved call: a server that stops answering fails the soak.
-	callTimeout = 30 * time.Second
 )
 
 var (
@@ -72,7 +69,7 @@ type client struct {
 
 func dial(tb testing.TB, url string) *capnweb.Session {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), capnwebtests.CallTimeout)
 	defer cancel()
 	s, err := capnweb.DialWebSocket(ctx, url, capnweb.Options{})
 	if err != nil {
@@ -82,20 +79,11 @@ func dial(tb testing.TB, url string) *capnweb.Session {
 	return s
 }
 
-func await(p *capnweb.Promise) (any, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-	defer cancel()
-	return p.Await(ctx)
-}
-
-func must(tb testing.TB, what string, p *capnweb.Promise) any {
-	tb.Helper()
-	v, err := await(p)
-	if err != nil {
-		tb.Fatalf("%s: %v", what, err)
-	}
-	return v
-}
+// await and must are the shared test client's (tests/capnweb).
+var (
+	await = capnwebtests.Await
+	must  = capnwebtests.Must
+)
 
 // signup makes user name and returns its authenticated API on a session of its own.
 func signup(tb testing.TB, url, name string) client {
@@ -290,21 +278,11 @@ func soak(tb testing.TB) result {
 // vmHWM reads the peak resident set size of process pid.
 func vmHWM(tb testing.TB, pid int) int64 {
 	tb.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	n, err := capnwebtests.ProcessStatus(pid, "VmHWM")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	for line := range strings.Lines(string(b)) {
-		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmHWM:" {
-			kb, err := strconv.ParseInt(f[1], 10, 64)
-			if err != nil {
-				tb.Fatalf("VmHWM %q: %v", line, err)
-			}
-			return kb << 10
-		}
-	}
-	tb.Fatal("no VmHWM in /proc/PID/status")
-	return 0
+	return n
 }
 
 // percentile returns the p-th percentile (0-100) of ds.
