@@ -62,12 +62,19 @@ func (g *grantList) String() string { return strings.Join(g.grants, ",") }
 
 func (g *grantList) Set(v string) error {
 	g.set = true
+	g.grants = append(g.grants, commaList(v)...)
+	return nil
+}
+
+// commaList splits a flag value at commas, trimmed, without empty items.
+func commaList(v string) []string {
+	var out []string
 	for _, p := range strings.Split(v, ",") {
 		if p = strings.TrimSpace(p); p != "" {
-			g.grants = append(g.grants, p)
+			out = append(out, p)
 		}
 	}
-	return nil
+	return out
 }
 
 // gadgetClient connects and opens the workspace of the --workspace flag.

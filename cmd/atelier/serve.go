@@ -66,11 +66,7 @@ Examples:
 				return err
 			})
 			fs.Func("allowed-host", "a further NAME or NAME:PORT clients use in the Host header (repeatable, or comma-separated); NAME alone allows every port", func(v string) error {
-				for _, h := range strings.Split(v, ",") {
-					if h = strings.TrimSpace(h); h != "" {
-						o.allowedHosts = append(o.allowedHosts, h)
-					}
-				}
+				o.allowedHosts = append(o.allowedHosts, commaList(v)...)
 				return nil
 			})
 			fs.StringVar(&o.data, "data", defaultDataFile(), "the bbolt data file")
@@ -103,11 +99,7 @@ Examples:
 			fs.StringVar(&o.cluster.cfg.Name, "node", "", "cluster: this node's unique, stable name")
 			fs.StringVar(&o.cluster.cfg.Listen, "cluster-addr", "", "cluster: HOST:PORT the other nodes route to (empty: a cluster of this node alone)")
 			fs.Func("routes", "cluster: comma-separated HOST:PORT of the other nodes' --cluster-addr", func(v string) error {
-				for _, r := range strings.Split(v, ",") {
-					if r = strings.TrimSpace(r); r != "" {
-						o.cluster.cfg.Routes = append(o.cluster.cfg.Routes, r)
-					}
-				}
+				o.cluster.cfg.Routes = append(o.cluster.cfg.Routes, commaList(v)...)
 				return nil
 			})
 			fs.StringVar(&o.cluster.secretFile, "cluster-secret-file", "", "cluster: file holding the secret every node shares (created with a random secret if missing)")
