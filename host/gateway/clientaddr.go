@@ -51,15 +51,25 @@ func (tp TrustedProxy) clientAddr(r *http.Request) (netip.Addr, bool) {
 	if err != nil || !tp.trusts(peer.Addr()) {
 		return netip.Addr{}, false
 	}
-	list := strings.Split(strings.Join(r.Header.Values(tp.Header), ","), ",")
+	// The entries are walked from the right in place, without copying the header, and the
+	// walk stops at the first entry that is not a trusted proxy's: a long forged list costs
+	// nothing more.
 	var client netip.Addr
-	for i := len(list) - 1; i >= 0; i-- {
-		a, ok := parseAddr(list[i])
-		if !ok {
-			break
-		}
-		if client = a; !tp.trusts(a) {
-			break
+	values := r.Header.Values(tp.Header)
+	for i := len(values) - 1; i >= 0; i-- {
+		for v := values[i]; ; {
+			j := strings.LastIndexByte(v, ',')
+			a, ok := parseAddr(v[j+1:])
+			if !ok {
+				return client, client.IsValid()
+			}
+			if client = a; !tp.trusts(a) {
+				return client, true
+			}
+			if j < 0 {
+				break
+			}
+			v = v[:j]
 		}
 	}
 	return client, client.IsValid()

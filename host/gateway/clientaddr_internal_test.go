@@ -39,3 +39,27 @@ func TestTrustedProxyHeader(t *testing.T) {
 		}
 	}
 }
+
+// TestTrustedProxyHeaderLines: a header sent as several lines reads as one list, right to left.
+func TestTrustedProxyHeaderLines(t *testing.T) {
+	tp := TrustedProxy{Header: "X-Forwarded-For", Proxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}
+	for _, c := range []struct {
+		lines []string
+		want  string
+	}{
+		{[]string{"192.0.2.1, 203.0.113.9", "10.0.0.2"}, "203.0.113.9"},
+		{[]string{"203.0.113.9", ""}, ""},
+		{[]string{"10.0.0.3", "10.0.0.2, 10.0.0.4"}, "10.0.0.3"},
+	} {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.RemoteAddr = "10.0.0.1:5000"
+		r.Header["X-Forwarded-For"] = c.lines
+		got := ""
+		if a, ok := tp.clientAddr(r); ok {
+			got = a.String()
+		}
+		if got != c.want {
+			t.Errorf("%q: client %q, want %q", c.lines, got, c.want)
+		}
+	}
+}

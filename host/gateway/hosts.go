@@ -17,8 +17,8 @@ import (
 // server lists. Names compare case-insensitively, without a trailing dot, IPv6 addresses in
 // canonical form; a Host without a port means port 80.
 type Hosts struct {
-	hosts map[string]bool // "name:port" answered
-	names map[string]bool // names answered on every port
+	hosts map[hostPort]bool // names answered on one port
+	names map[string]bool   // names answered on every port
 	// wildcard is set when the listener takes every interface and nothing but loopback names
 	// was configured (see Unconfigured).
 	wildcard bool
@@ -41,18 +41,20 @@ type HostsConfig struct {
 // NewHosts builds the allow-list of cfg. It fails on an address or name it cannot parse,
 // naming it.
 func NewHosts(cfg HostsConfig) (*Hosts, error) {
-	h := &Hosts{hosts: map[string]bool{}, names: map[string]bool{}}
+	h := &Hosts{hosts: map[hostPort]bool{}, names: map[string]bool{}}
 	host, port, err := net.SplitHostPort(cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("listen address %q: %w", cfg.Listen, err)
 	}
 	ip, err := netip.ParseAddr(host)
 	switch {
-	case host == "" || err == nil && ip.IsUnspecified():
-		h.wildcard = cfg.PublicURL == nil && len(cfg.Allowed) == 0
-		h.addLoopback(port)
-	case err == nil && ip.IsLoopback():
-		h.addLoopback(port)
+	case host == "" || err == nil && (ip.IsUnspecified() || ip.IsLoopback()):
+		h.wildcard = !ip.IsLoopback() && cfg.PublicURL == nil && len(cfg.Allowed) == 0
+		if p, err := strconv.ParseUint(port, 10, 16); err == nil && p != 0 { // else no Host could match
+			for _, n := range loopbackNames {
+				h.hosts[hostPort{n, uint16(p)}] = true
+			}
+		}
 	default:
 		if err := h.add(cfg.Listen); err != nil {
 			return nil, fmt.Errorf("listen address: %w", err)
@@ -66,8 +68,8 @@ func NewHosts(cfg HostsConfig) (*Hosts, error) {
 		if !ok {
 			return nil, fmt.Errorf("public URL %q: bad host", u)
 		}
-		h.hosts[name+":"+port] = true
-		h.hosts[name+":80"] = true // a proxy that keeps the Host header, which names no port
+		h.hosts[hostPort{name, port}] = true
+		h.hosts[hostPort{name, 80}] = true // a proxy that keeps the Host header, which names no port
 	}
 	for _, a := range cfg.Allowed {
 		if err := h.add(a); err != nil {
@@ -80,7 +82,7 @@ func NewHosts(cfg HostsConfig) (*Hosts, error) {
 // LoopbackHosts answers localhost, 127.0.0.1 and [::1] on every port: the allow-list of a
 // Gateway whose Config names none (a test server, an embedded one).
 func LoopbackHosts() *Hosts {
-	h := &Hosts{hosts: map[string]bool{}, names: map[string]bool{}}
+	h := &Hosts{hosts: map[hostPort]bool{}, names: map[string]bool{}}
 	for _, n := range loopbackNames {
 		h.names[n] = true
 	}
@@ -89,20 +91,14 @@ func LoopbackHosts() *Hosts {
 
 var loopbackNames = []string{"localhost", "127.0.0.1", "[::1]"}
 
-func (h *Hosts) addLoopback(port string) {
-	for _, n := range loopbackNames {
-		h.hosts[n+":"+port] = true
-	}
-}
-
 // add adds "name" (every port) or "name:port".
 func (h *Hosts) add(v string) error {
-	if name, port, ok := split(v, ""); ok {
-		h.hosts[name+":"+port] = true
-		return nil
-	}
-	if name, _, ok := split(v, "1"); ok {
-		h.names[name] = true
+	if name, port, ok := split(v, 0); ok {
+		if port == 0 {
+			h.names[name] = true
+		} else {
+			h.hosts[hostPort{name, port}] = true
+		}
 		return nil
 	}
 	return fmt.Errorf("%q: want NAME or NAME:PORT (an IPv6 address in brackets)", v)
@@ -114,8 +110,13 @@ func (h *Hosts) Unconfigured() bool { return h.wildcard }
 
 // Allows reports whether the Host header value host is on the list.
 func (h *Hosts) Allows(host string) bool {
-	name, port, ok := split(host, "80")
-	return ok && (h.hosts[name+":"+port] || h.names[name])
+	name, port, ok := split(host, 80)
+	return ok && h.answers(name, port)
+}
+
+// answers reports whether the canonical name is answered on port.
+func (h *Hosts) answers(name string, port uint16) bool {
+	return h.hosts[hostPort{name, port}] || h.names[name]
 }
 
 // CheckOrigin is the gateway's Cap'n Web origin check: a request without an Origin header (not
@@ -131,7 +132,7 @@ func (h *Hosts) CheckOrigin(r *http.Request) bool {
 		return false
 	}
 	name, port, ok := split(u.Host, defaultPort(u.Scheme))
-	return ok && (h.hosts[name+":"+port] || h.names[name])
+	return ok && h.answers(name, port)
 }
 
 // Wrap returns next behind the allow-list: a request for a host not on it gets 421
@@ -150,37 +151,46 @@ func (h *Hosts) Wrap(next http.Handler) http.Handler {
 	})
 }
 
+// hostPort is a canonical name (see split) and a port.
+type hostPort struct {
+	name string
+	port uint16
+}
+
 // split parses a Host value into a canonical name (lowercase, no trailing dot, an IPv6
-// address bracketed in canonical form) and a port in decimal, defaultPort when it names none.
-func split(hostport, defaultPort string) (name, port string, ok bool) {
-	hostport = strings.ToLower(hostport)
+// address bracketed in canonical form) and a port, defaultPort when it names none (0 only
+// then: a named port 0 is refused).
+func split(hostport string, defaultPort uint16) (name string, port uint16, ok bool) {
+	hostport = strings.ToLower(hostport) // no copy when already lowercase
 	name, port = hostport, defaultPort
 	if i := strings.LastIndexByte(hostport, ':'); i >= 0 && !strings.HasSuffix(hostport, "]") {
-		name, port = hostport[:i], hostport[i+1:]
+		n, err := strconv.ParseUint(hostport[i+1:], 10, 16)
+		if err != nil || n == 0 {
+			return "", 0, false
+		}
+		name, port = hostport[:i], uint16(n)
 	}
-	n, err := strconv.ParseUint(port, 10, 16)
-	if err != nil || n == 0 {
-		return "", "", false
-	}
-	port = strconv.FormatUint(n, 10)
 	if strings.HasPrefix(name, "[") {
 		ip, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(name, "["), "]"))
 		if err != nil || !strings.HasSuffix(name, "]") || !ip.Is6() {
-			return "", "", false
+			return "", 0, false
 		}
-		return "[" + ip.String() + "]", port, true
+		if s := ip.String(); len(s) != len(name)-2 || s != name[1:len(name)-1] {
+			name = "[" + s + "]" // not canonical yet
+		}
+		return name, port, true
 	}
 	name = strings.TrimSuffix(name, ".")
 	if name == "" || strings.ContainsAny(name, "[]:/@ \t") {
-		return "", "", false
+		return "", 0, false
 	}
 	return name, port, true
 }
 
 // defaultPort is the port of an http or https URL that names none.
-func defaultPort(scheme string) string {
+func defaultPort(scheme string) uint16 {
 	if scheme == "https" {
-		return "443"
+		return 443
 	}
-	return "80"
+	return 80
 }
