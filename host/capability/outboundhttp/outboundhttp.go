@@ -21,6 +21,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -94,10 +95,33 @@ type Policy struct {
 	// the request's method and URL (without query) and the number of replacements; an error
 	// fails the request.
 	Scrubbed func(ctx context.Context, method, url string, n int) error
+
+	// scrub is the matcher last built of the credential values, reused while they stay the
+	// same: building it takes work in proportion to the credentials' length, which a request
+	// should not pay again.
+	scrub atomic.Pointer[scrubMatcher]
+}
+
+// scrubMatcher is a scrub matcher and the credential values it was built of.
+type scrubMatcher struct {
+	values []string
+	m      *scrub.Matcher
 }
 
 // matcher returns the scrub matcher of p's credential values, nil when it has none.
 func (p *Policy) matcher() *scrub.Matcher {
+	values := p.credentialValues()
+	if c := p.scrub.Load(); c != nil && slices.Equal(c.values, values) {
+		return c.m
+	}
+	m := scrub.New(scrub.Needles(values...))
+	p.scrub.Store(&scrubMatcher{values: values, m: m})
+	return m
+}
+
+// credentialValues returns the values a response is scrubbed of: Secrets, Headers' values and
+// the user:password and password of a Basic one.
+func (p *Policy) credentialValues() []string {
 	values := slices.Clone(p.Secrets)
 	for _, h := range p.Headers {
 		values = append(values, h.Value)
@@ -110,7 +134,7 @@ func (p *Policy) matcher() *scrub.Matcher {
 			values = append(values, string(pair), password)
 		}
 	}
-	return scrub.New(scrub.Needles(values...))
+	return values
 }
 
 // Header is one header line.

@@ -65,15 +65,23 @@ func jsonEscape(v string, html bool) string {
 
 // Matcher finds needles in input. It is immutable and safe for concurrent use.
 type Matcher struct {
-	nodes  []node
+	nodes []node
+	// root is the root's transitions, a table as the root has many (0: stay at the root);
+	// any other node keeps its few children in a list.
+	root   [256]int32
 	maxLen int
 }
 
-// node is a state of the automaton: the needle prefix it has read.
+// node is a state of the automaton: the needle prefix it has read. It takes a fixed few
+// bytes, so that an automaton costs memory in proportion to its needles' total length (each
+// of a credential's encodings adds about its length in nodes).
 type node struct {
-	next map[byte]int32
-	fail int32
-	out  []int // lengths of the needles that end here, suffixes included
+	child   int32 // the first child (0: none; the root is nobody's child)
+	sibling int32 // the parent's next child
+	fail    int32 // the longest proper suffix of this prefix that is a prefix of some needle
+	dict    int32 // the nearest node down the fail links where a needle ends (0: none)
+	end     int32 // the length of the needle ending here (0: none)
+	b       byte  // the byte leading here from the parent
 }
 
 // New returns a Matcher of needles, or nil when there are none (a nil Matcher matches
@@ -86,52 +94,65 @@ func New(needles []string) *Matcher {
 		}
 		cur := int32(0)
 		for i := 0; i < len(s); i++ {
-			nx, ok := m.nodes[cur].next[s[i]]
-			if !ok {
-				if m.nodes[cur].next == nil {
-					m.nodes[cur].next = map[byte]int32{}
-				}
+			nx := m.child(cur, s[i])
+			if nx == 0 {
 				nx = int32(len(m.nodes))
-				m.nodes = append(m.nodes, node{})
-				m.nodes[cur].next[s[i]] = nx
+				m.nodes = append(m.nodes, node{sibling: m.nodes[cur].child, b: s[i]})
+				m.nodes[cur].child = nx
+				if cur == 0 {
+					m.root[s[i]] = nx
+				}
 			}
 			cur = nx
 		}
-		m.nodes[cur].out = append(m.nodes[cur].out, len(s))
+		m.nodes[cur].end = int32(len(s))
 		m.maxLen = max(m.maxLen, len(s))
 	}
 	if m.maxLen == 0 {
 		return nil
 	}
-	// Breadth first: a node's fail link is the longest proper suffix of its prefix that is a
-	// prefix of some needle; its outputs include those of its fail link.
+	// Breadth first, so that a node's fail link (shallower) is done before it.
 	queue := []int32{}
-	for _, c := range m.nodes[0].next {
+	for c := m.nodes[0].child; c != 0; c = m.nodes[c].sibling {
 		queue = append(queue, c)
 	}
 	for len(queue) > 0 {
 		v := queue[0]
 		queue = queue[1:]
-		for b, c := range m.nodes[v].next {
-			m.nodes[c].fail = m.step(m.nodes[v].fail, b)
-			m.nodes[c].out = append(m.nodes[c].out, m.nodes[m.nodes[c].fail].out...)
+		for c := m.nodes[v].child; c != 0; c = m.nodes[c].sibling {
+			f := m.step(m.nodes[v].fail, m.nodes[c].b)
+			m.nodes[c].fail, m.nodes[c].dict = f, m.nodes[f].dict
+			if m.nodes[f].end > 0 {
+				m.nodes[c].dict = f
+			}
 			queue = append(queue, c)
 		}
 	}
 	return m
 }
 
+// child is the child of state v on b, 0 when it has none.
+func (m *Matcher) child(v int32, b byte) int32 {
+	if v == 0 {
+		return m.root[b]
+	}
+	for c := m.nodes[v].child; c != 0; c = m.nodes[c].sibling {
+		if m.nodes[c].b == b {
+			return c
+		}
+	}
+	return 0
+}
+
 // step is the automaton's transition from state on b.
 func (m *Matcher) step(state int32, b byte) int32 {
-	for {
-		if nx, ok := m.nodes[state].next[b]; ok {
+	for state != 0 {
+		if nx := m.child(state, b); nx != 0 {
 			return nx
-		}
-		if state == 0 {
-			return 0
 		}
 		state = m.nodes[state].fail
 	}
+	return m.root[b]
 }
 
 // String returns s with every needle replaced by Marker, and the number of replacements.
@@ -156,7 +177,12 @@ func (m *Matcher) replace(dst []byte, scratch *[]int, buf []byte, final bool) (o
 	state := int32(0)
 	for i := 0; i < len(buf); i++ {
 		state = m.step(state, buf[i])
-		for _, l := range m.nodes[state].out {
+		o := state
+		if m.nodes[o].end == 0 {
+			o = m.nodes[o].dict
+		}
+		for ; o != 0; o = m.nodes[o].dict { // the needles ending here, longest first
+			l := int(m.nodes[o].end)
 			if start := i + 1 - l; l > best[start] {
 				best[start] = l
 			}
