@@ -37,8 +37,8 @@ func newGuards(cfg Config) guards {
 
 // attempt is one password check under the guards.
 type attempt struct {
-	g          guards
-	user, pair string
+	g                guards
+	user, addr, pair string // addr: the caller's, "" when unknown
 }
 
 // begin starts a password check of user's account by the caller, or refuses it (UNAUTHORIZED,
@@ -46,7 +46,8 @@ type attempt struct {
 // pair has failed before, while the account must wait. Checks of the pair in progress count
 // against its free allowance; one that finds it taken waits for their outcome first.
 func (g guards) begin(ctx context.Context, what, user string) (attempt, error) {
-	at := attempt{g: g, user: user, pair: user + " " + remoteHost(ctx)} // usernames have no spaces
+	addr := remoteHost(ctx)
+	at := attempt{g: g, user: user, addr: addr, pair: user + " " + addr} // usernames have no spaces
 	prior, wait, err := g.pairs.Reserve(ctx, at.pair)
 	if err != nil {
 		return attempt{}, wrapErr(err, "%s", what)

@@ -23,15 +23,15 @@ func (k *Kernel) hashPassword(ctx context.Context, password string) (json.RawMes
 	return b, nil
 }
 
-// checkPassword reports whether password matches a stored hash, in a hash slot like
-// hashPassword. Without a hash (unknown user, or a user without password) it costs the same
+// checkPassword reports whether password matches a stored hash, for client (the caller's
+// address), in a hash slot like hashPassword. Without a hash (unknown user, or a user without password) it costs the same
 // one hash and matches nothing, so that timing tells nothing.
-func (k *Kernel) checkPassword(ctx context.Context, stored json.RawMessage, password string) (bool, error) {
+func (k *Kernel) checkPassword(ctx context.Context, client string, stored json.RawMessage, password string) (bool, error) {
 	var h auth.PasswordHash
 	if len(stored) > 0 && json.Unmarshal(stored, &h) != nil {
 		h = auth.PasswordHash{}
 	}
-	return k.hasher.Verify(ctx, remoteHost(ctx), h, password)
+	return k.hasher.Verify(ctx, client, h, password)
 }
 
 // passwordAttempt checks password against the stored hash of username's account (nil: none,
@@ -44,7 +44,7 @@ func (k *Kernel) passwordAttempt(ctx context.Context, what, username string, sto
 	if err != nil {
 		return err
 	}
-	ok, err := k.checkPassword(ctx, stored, password)
+	ok, err := k.checkPassword(ctx, at.addr, stored, password)
 	if err != nil {
 		at.cancel()
 		return wrapErr(err, "%s", what)
