@@ -176,7 +176,8 @@ func (e *limitEntry) wake() {
 // add tracks a new key, pruning first when the map is full; l.mu is held.
 func (l *Limiter) add(key string, now time.Time) *limitEntry {
 	if len(l.keys) >= l.cfg.MaxKeys {
-		l.prune(now)
+		prune(l.keys, l.cfg.MaxKeys, func(e *limitEntry) bool { return l.expired(e, now) },
+			(*limitEntry).wake) // a dropped entry's waiters decide again, on a new entry
 	}
 	e := &limitEntry{}
 	l.keys[key] = e
@@ -227,19 +228,22 @@ func (l *Limiter) expired(e *limitEntry, now time.Time) bool {
 	return e.pending == 0 && !now.Before(e.until) && now.Sub(e.last) >= l.cfg.Window
 }
 
-// prune forgets expired keys and, if the map is still nearly full, arbitrary keys until a
-// tenth of it is free (so that pruning is rare); l.mu is held.
-func (l *Limiter) prune(now time.Time) {
-	for k, e := range l.keys {
-		if l.expired(e, now) {
-			delete(l.keys, k)
+// prune bounds a map of at most max keys before a key is added: it forgets the entries that
+// stale reports and, if the map is still nearly full, arbitrary ones (calling dropped, if set,
+// on each) until a tenth of it is free, so that pruning is rare.
+func prune[V any](m map[string]V, max int, stale func(V) bool, dropped func(V)) {
+	for k, v := range m {
+		if stale(v) {
+			delete(m, k)
 		}
 	}
-	for k, e := range l.keys {
-		if len(l.keys) < l.cfg.MaxKeys-l.cfg.MaxKeys/10 {
+	for k, v := range m {
+		if len(m) < max-max/10 {
 			break
 		}
-		e.wake() // its waiters decide again, on a new entry
-		delete(l.keys, k)
+		if dropped != nil {
+			dropped(v)
+		}
+		delete(m, k)
 	}
 }

@@ -60,7 +60,7 @@ func (r *Rate) Take(key string) time.Duration {
 		return wait
 	}
 	if !ok && len(r.keys) >= r.cfg.MaxKeys {
-		r.prune(now)
+		prune(r.keys, r.cfg.MaxKeys, func(full time.Time) bool { return !full.After(now) }, nil)
 	}
 	r.keys[key] = next
 	return 0
@@ -80,20 +80,4 @@ func (r *Rate) Len() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.keys)
-}
-
-// prune forgets keys whose allowance is full again and, if the map is still nearly full,
-// arbitrary keys until a tenth of it is free; r.mu is held.
-func (r *Rate) prune(now time.Time) {
-	for k, full := range r.keys {
-		if !full.After(now) {
-			delete(r.keys, k)
-		}
-	}
-	for k := range r.keys {
-		if len(r.keys) < r.cfg.MaxKeys-r.cfg.MaxKeys/10 {
-			break
-		}
-		delete(r.keys, k)
-	}
 }
