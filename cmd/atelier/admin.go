@@ -25,10 +25,7 @@ Examples:
 }
 
 func adminQuotaCommand() command {
-	var names []string
-	for _, q := range quota.Infos {
-		names = append(names, q.Name)
-	}
+	names := quota.Names()
 	return command{
 		name:    "quota",
 		usage:   "[--server URL] [--json]",

@@ -99,6 +99,7 @@ func (m *memAccount) Acquire(held, budget, liftFactor int64) (int64, error) {
 		if over == nil || !evict {
 			if over != nil && (allow <= 0 || allow < held) {
 				g.mu.Unlock()
+				over.Whose = m.ov.whoseOf(over)
 				if liftFactor > 0 && over.Quota == "host_memory" {
 					return 0, fmt.Errorf("%w; the call's result may cost the host up to %d × the instance's memory while Wasmtime lifts it: return less per call", over, liftFactor)
 				}
@@ -177,7 +178,7 @@ func (m *memAccount) room(held, budget, liftFactor int64, reserved bool) (int64,
 	var over *quota.ExceededError
 	if others := wsOthers; lim.WorkspaceMemory >= 0 && lim.WorkspaceMemory-others < allow {
 		allow = lim.WorkspaceMemory - others
-		over = &quota.ExceededError{Quota: "workspace_memory", Limit: lim.WorkspaceMemory, Used: others + held, Whose: m.ov.whose()}
+		over = &quota.ExceededError{Quota: "workspace_memory", Limit: lim.WorkspaceMemory, Used: others + held} // Whose: whoseOf, once refused
 	}
 	if others := hostOthers; lim.HostMemory >= 0 && (lim.HostMemory-others)/(1+liftFactor) < allow {
 		allow = (lim.HostMemory - others) / (1 + liftFactor)
@@ -223,7 +224,9 @@ func (m *memAccount) explain(err error) error {
 	if over == nil {
 		return err
 	}
-	return fmt.Errorf("%w; the call was stopped: %w", over, err)
+	named := *over
+	named.Whose = m.ov.whoseOf(over)
+	return fmt.Errorf("%w; the call was stopped: %w", &named, err)
 }
 
 // evictLRU evicts the least recently used idle gadget instance of the workspaces ovs; with
@@ -295,6 +298,16 @@ func (ov *overseer) admitCall(now int64) error {
 		return nil
 	}
 	return &quota.ExceededError{Quota: "calls_per_second", Limit: lim, Used: lim, Whose: ov.whose()}
+}
+
+// whoseOf names who a memory refusal is about: the workspace, unless it is the host's (room
+// leaves Whose of workspace_memory empty so that no lock is taken and no string made under
+// governor.mu for a refusal that eviction may still avoid).
+func (ov *overseer) whoseOf(over *quota.ExceededError) string {
+	if over.Whose != "" {
+		return over.Whose
+	}
+	return ov.whose()
 }
 
 // whose names the workspace in quota refusals.

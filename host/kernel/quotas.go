@@ -27,33 +27,64 @@ import (
 // tally replaces them.
 const storedRefresh = 10 * time.Second
 
-// users holds the per-user state of the user quotas.
+// users holds the per-user state of the user quotas: a user's entry lives while one of its
+// charges runs, and after while its stored bytes are fresh (loaded within storedRefresh); a
+// stale entry nobody holds is dropped, so the map keeps only the users active of late.
 type users struct {
-	mu sync.Mutex
-	m  map[string]*userState
+	mu      sync.Mutex
+	m       map[string]*userState
+	sweepAt int // len(m) at which lockUser next drops the stale entries nobody holds
 }
 
 // userState is one user's: held while one of its creates is counted and made, and while its
 // stored bytes are read or changed.
 type userState struct {
+	refs   int // lockUser calls not yet unlocked (users.mu)
 	mu     sync.Mutex
 	stored int64     // bytes stored: the store's tally at loaded plus this node's changes since
 	loaded time.Time // zero: stored must be read from the store again
 }
 
-// user returns the state of user id.
-func (k *Kernel) user(id string) *userState {
-	k.users.mu.Lock()
-	defer k.users.mu.Unlock()
-	if k.users.m == nil {
-		k.users.m = map[string]*userState{}
-	}
-	u := k.users.m[id]
+// stale reports whether stored must be read from the store again; with u.mu held, or with
+// users.mu held and u.refs zero.
+func (u *userState) stale() bool { return time.Since(u.loaded) > storedRefresh }
+
+// lockUser returns the state of user id, locked; unlockUser ends it.
+func (k *Kernel) lockUser(id string) *userState {
+	us := &k.users
+	us.mu.Lock()
+	u := us.m[id]
 	if u == nil {
+		if us.m == nil {
+			us.m = map[string]*userState{}
+		}
+		if len(us.m) >= us.sweepAt {
+			for id, u := range us.m {
+				if u.refs == 0 && u.stale() {
+					delete(us.m, id)
+				}
+			}
+			us.sweepAt = max(64, 2*len(us.m))
+		}
 		u = &userState{}
-		k.users.m[id] = u
+		us.m[id] = u
 	}
+	u.refs++
+	us.mu.Unlock()
+	u.mu.Lock()
 	return u
+}
+
+// unlockUser unlocks the state u of user id, dropping it when it is stale and nobody else
+// holds it.
+func (k *Kernel) unlockUser(id string, u *userState) {
+	u.mu.Unlock()
+	us := &k.users
+	us.mu.Lock()
+	if u.refs--; u.refs == 0 && u.stale() {
+		delete(us.m, id)
+	}
+	us.mu.Unlock()
 }
 
 // limits returns the quotas in force, every field set (quota.Limits.Effective).
@@ -105,9 +136,8 @@ func (k *Kernel) exceeded(ctx context.Context, q quota.Info, limit, used int64, 
 // with a *quota.ExceededError naming the first quota that more would pass. Call it outside
 // the workspace loop or on it, never while waiting for a loop.
 func (k *Kernel) charge(ctx context.Context, user string, more quota.Limits, create func() error) error {
-	u := k.user(user)
-	u.mu.Lock()
-	defer u.mu.Unlock()
+	u := k.lockUser(user)
+	defer k.unlockUser(user, u)
 	used, err := k.st.UserUsage(ctx, user)
 	if err != nil {
 		return wrapErr(err, "count what the user owns")
@@ -135,10 +165,9 @@ func (u *userState) refreshed(n int64) {
 // addStored adds n bytes (a kv write, a deploy's code) to what user stores, refusing a growth
 // past the stored_bytes quota with a *quota.ExceededError.
 func (k *Kernel) addStored(ctx context.Context, user string, n int64) error {
-	u := k.user(user)
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if time.Since(u.loaded) > storedRefresh {
+	u := k.lockUser(user)
+	defer k.unlockUser(user, u)
+	if u.stale() {
 		used, err := k.st.UserUsage(ctx, user)
 		if err != nil {
 			return wrapErr(err, "count the bytes the user stores")
@@ -158,18 +187,16 @@ func (k *Kernel) freeStored(user string, n int64) {
 	if n == 0 {
 		return
 	}
-	u := k.user(user)
-	u.mu.Lock()
+	u := k.lockUser(user)
 	u.stored -= n
-	u.mu.Unlock()
+	k.unlockUser(user, u)
 }
 
 // forgetStored makes the next count of user's stored bytes read the store (after deletions).
 func (k *Kernel) forgetStored(user string) {
-	u := k.user(user)
-	u.mu.Lock()
+	u := k.lockUser(user)
 	u.loaded = time.Time{}
-	u.mu.Unlock()
+	k.unlockUser(user, u)
 }
 
 // QuotaInfo describes one quota to the admin (getQuotas).
