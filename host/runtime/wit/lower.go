@@ -1,7 +1,6 @@
 package wit
 
 import (
-	"math"
 	"reflect"
 	"unicode/utf8"
 )
@@ -154,42 +153,16 @@ func lowerScalar(t *Type, v any) (uint64, error) {
 			return 0, mismatch(t, v)
 		}
 		return b2w(b), nil
-	case S8, S16, S32, S64:
+	case S8, S16, S32, S64, U8, U16, U32, U64, F32, F64:
 		n, ok := toNumber(v)
 		if !ok {
 			return 0, mismatch(t, v)
 		}
-		i, ok := n.signed(intBits(t.Kind))
+		w, ok := n.word(t.Kind)
 		if !ok {
 			return 0, errorf("%v is out of range for %s", v, t.Kind)
 		}
-		return uint64(i), nil
-	case U8, U16, U32, U64:
-		n, ok := toNumber(v)
-		if !ok {
-			return 0, mismatch(t, v)
-		}
-		u, ok := n.unsigned(intBits(t.Kind))
-		if !ok {
-			return 0, errorf("%v is out of range for %s", v, t.Kind)
-		}
-		return u, nil
-	case F32:
-		n, ok := toNumber(v)
-		if !ok {
-			return 0, mismatch(t, v)
-		}
-		x := n.float()
-		if !math.IsInf(x, 0) && !math.IsNaN(x) && math.Abs(x) > math.MaxFloat32 {
-			return 0, errorf("%v is out of range for f32", v)
-		}
-		return uint64(math.Float32bits(float32(x))), nil
-	case F64:
-		n, ok := toNumber(v)
-		if !ok {
-			return 0, mismatch(t, v)
-		}
-		return math.Float64bits(n.float()), nil
+		return w, nil
 	}
 	// Char
 	s, ok := v.(string)

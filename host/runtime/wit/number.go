@@ -119,3 +119,22 @@ func (n number) float() float64 {
 	}
 	return n.f
 }
+
+// word returns n as the canonical word of the number kind k (see Flat); ok is false when n is
+// out of k's range.
+func (n number) word(k Kind) (uint64, bool) {
+	switch k {
+	case S8, S16, S32, S64:
+		i, ok := n.signed(intBits(k))
+		return uint64(i), ok
+	case F32:
+		x := n.float()
+		if !math.IsInf(x, 0) && !math.IsNaN(x) && math.Abs(x) > math.MaxFloat32 {
+			return 0, false
+		}
+		return uint64(math.Float32bits(float32(x))), true
+	case F64:
+		return math.Float64bits(n.float()), true
+	}
+	return n.unsigned(intBits(k))
+}

@@ -293,18 +293,8 @@ func MinElemSize(k Kind) int64 {
 
 // ListSize is the encoded size of x, the canonical list of scalars of kind k (see MakeList).
 func ListSize(k Kind, x any) int64 {
-	switch s := x.(type) {
-	case []byte:
-		return 12 + (int64(len(s))*4+2)/3 // ["bytes","<base64>"]
-	case []bool:
-		n := 4 + commas(int64(len(s)))
-		for _, b := range s {
-			n += 4 // true
-			if !b {
-				n++ // false
-			}
-		}
-		return n
+	if b, ok := x.([]byte); ok {
+		return 12 + (int64(len(b))*4+2)/3 // ["bytes","<base64>"]
 	}
 	rv, ok := ListOf(k, x)
 	if !ok {
@@ -312,36 +302,35 @@ func ListSize(k Kind, x any) int64 {
 	}
 	n := 4 + commas(int64(rv.Len()))
 	switch s := x.(type) {
+	case []bool:
+		n += sum(k, s, b2w)
 	case []int8:
-		n += sum(s, func(v int8) int64 { return intSize(int64(v)) })
+		n += sum(k, s, func(v int8) uint64 { return uint64(v) })
 	case []int16:
-		n += sum(s, func(v int16) int64 { return intSize(int64(v)) })
+		n += sum(k, s, func(v int16) uint64 { return uint64(v) })
 	case []uint16:
-		n += sum(s, func(v uint16) int64 { return uintSize(uint64(v)) })
-	case []int32:
-		if k == Char {
-			n += sum(s, func(v int32) int64 { return StringSize(string(v)) })
-		} else {
-			n += sum(s, func(v int32) int64 { return intSize(int64(v)) })
-		}
+		n += sum(k, s, func(v uint16) uint64 { return uint64(v) })
+	case []int32: // s32 and char
+		n += sum(k, s, func(v int32) uint64 { return uint64(v) })
 	case []uint32:
-		n += sum(s, func(v uint32) int64 { return uintSize(uint64(v)) })
+		n += sum(k, s, func(v uint32) uint64 { return uint64(v) })
 	case []int64:
-		n += sum(s, intSize)
+		n += sum(k, s, func(v int64) uint64 { return uint64(v) })
 	case []uint64:
-		n += sum(s, uintSize)
+		n += sum(k, s, func(v uint64) uint64 { return v })
 	case []float32:
-		n += sum(s, func(v float32) int64 { return floatSize(float64(v)) })
+		n += sum(k, s, func(v float32) uint64 { return uint64(math.Float32bits(v)) })
 	case []float64:
-		n += sum(s, func(v float64) int64 { return floatSize(v) })
+		n += sum(k, s, math.Float64bits)
 	}
 	return n
 }
 
-func sum[T any](s []T, size func(T) int64) int64 {
+// sum is the encoded size of the elements of s, each sized by wordSize of its canonical word.
+func sum[T any](k Kind, s []T, word func(T) uint64) int64 {
 	n := int64(0)
 	for _, v := range s {
-		n += size(v)
+		n += wordSize(k, word(v))
 	}
 	return n
 }
