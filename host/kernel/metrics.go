@@ -227,18 +227,16 @@ func (k *Kernel) WriteMetrics(t *metrics.TextWriter) {
 	t.Family("atelier_subscriptions", metrics.Gauge, "Live event and console subscriptions of clients, UIs and agents.")
 	t.Sample("atelier_subscriptions", nil, float64(k.hub.count()))
 	lim, used := k.limits(), k.hostUsage()
-	t.Family("atelier_quota_limit", metrics.Gauge, "The value of each host-wide quota (-1: unlimited); atelier admin quota changes it.")
-	for _, q := range quota.Infos {
-		if q.Scope == quota.Host {
-			t.Sample("atelier_quota_limit", []metrics.Label{{Name: "quota", Value: q.Name}}, float64(q.Get(lim)))
+	hostQuotas := func(name, help string, value func(quota.Info) int64) {
+		t.Family(name, metrics.Gauge, help)
+		for _, q := range quota.Infos {
+			if q.Scope == quota.Host {
+				t.Sample(name, []metrics.Label{{Name: "quota", Value: q.Name}}, float64(value(q)))
+			}
 		}
 	}
-	t.Family("atelier_quota_used", metrics.Gauge, "What the whole server uses of each host-wide quota.")
-	for _, q := range quota.Infos {
-		if q.Scope == quota.Host {
-			t.Sample("atelier_quota_used", []metrics.Label{{Name: "quota", Value: q.Name}}, float64(used[q.Name]))
-		}
-	}
+	hostQuotas("atelier_quota_limit", "The value of each host-wide quota (-1: unlimited); atelier admin quota changes it.", func(q quota.Info) int64 { return q.Get(lim) })
+	hostQuotas("atelier_quota_used", "What the whole server uses of each host-wide quota.", func(q quota.Info) int64 { return used[q.Name] })
 	if k.cfg.Cluster != nil {
 		k.cfg.Cluster.WriteMetrics(t)
 	}
