@@ -13,8 +13,10 @@ import (
 )
 
 // A decoded protocol value ("canonical value") is one of: nil, Undefined, bool, float64, string,
-// *big.Int, time.Time, []byte, TypedArray, *Error, *url.URL, http.Header, []any, map[string]any,
-// *Stub or *Promise. Go values are converted to this form before they are encoded.
+// *big.Int, time.Time, []byte, TypedArray, *Error, *url.URL, http.Header, []any, Object,
+// map[string]any, *Stub or *Promise. Objects received are decoded to Object (keys in the
+// sender's order); a map[string]any, from Go code, is written with sorted keys. Go values are
+// converted to this form before they are encoded.
 
 // capDecoder turns capability references met while decoding into *Stub / *Promise values.
 type capDecoder interface {
@@ -47,25 +49,31 @@ func (d *decoder) value(raw any) (any, error) {
 	switch v := raw.(type) {
 	case nil, bool, float64, string:
 		return v, nil
-	case map[string]any:
-		out := make(map[string]any, len(v))
-		for k, e := range v {
-			dv, err := d.value(e)
-			if err != nil {
-				disposeValue(out)
-				return nil, err
-			}
-			if blockedMember(k) {
-				disposeValue(dv)
-				continue
-			}
-			out[k] = dv
-		}
-		return out, nil
+	case Object:
+		return d.object(v)
 	case []any:
 		return d.array(v)
 	}
 	return nil, badMessage("unexpected JSON value %T", raw)
+}
+
+// object decodes the fields of a JSON object in order, leaving out the members a JavaScript
+// receiver ignores (blockedMember).
+func (d *decoder) object(v Object) (Object, error) {
+	out := make(Object, 0, len(v))
+	for _, f := range v {
+		dv, err := d.value(f.Value)
+		if err != nil {
+			disposeValue(out)
+			return nil, err
+		}
+		if blockedMember(f.Key) {
+			disposeValue(dv)
+			continue
+		}
+		out = append(out, Field{Key: f.Key, Value: dv})
+	}
+	return out, nil
 }
 
 // array decodes a JSON array: an escaped array [[...]] or a tagged special value.
@@ -206,16 +214,16 @@ func appendRaw(b []byte, v any) ([]byte, error) {
 			}
 		}
 		return append(b, ']'), nil
-	case map[string]any:
+	case Object:
 		b = append(b, '{')
-		for i, k := range sortedKeys(v) {
+		for i, f := range v {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, k)
+			b = appendJSONString(b, f.Key)
 			b = append(b, ':')
 			var err error
-			if b, err = appendRaw(b, v[k]); err != nil {
+			if b, err = appendRaw(b, f.Value); err != nil {
 				return nil, err
 			}
 		}
@@ -286,18 +294,23 @@ func (d *decoder) errorValue(v []any) (any, error) {
 		e.Stack = stack
 	}
 	if len(v) == 5 {
-		props, ok := v[4].(map[string]any)
+		props, ok := v[4].(Object)
 		if !ok {
 			return nil, unknownSpecial(v)
 		}
-		dv, err := d.value(props)
+		dv, err := d.object(props)
 		if err != nil {
 			return nil, err
 		}
-		e.Props = dv.(map[string]any)
-		for _, k := range []string{"name", "message", "stack"} {
-			disposeValue(e.Props[k])
-			delete(e.Props, k)
+		// Error.Props is a map: the properties of an error are written back sorted.
+		e.Props = make(map[string]any, len(dv))
+		for _, f := range dv {
+			switch f.Key {
+			case "name", "message", "stack":
+				disposeValue(f.Value)
+			default:
+				e.Props[f.Key] = f.Value
+			}
 		}
 	}
 	return e, nil
@@ -487,6 +500,20 @@ func encodeValue(b []byte, v any, caps capEncoder, depth int) ([]byte, error) {
 			}
 		}
 		return append(b, '}'), nil
+	case Object:
+		b = append(b, '{')
+		for i, f := range v {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, f.Key)
+			b = append(b, ':')
+			var err error
+			if b, err = encodeValue(b, f.Value, caps, depth-1); err != nil {
+				return nil, err
+			}
+		}
+		return append(b, '}'), nil
 	case *Stub:
 		if caps == nil {
 			return nil, TypeError("cannot serialize a stub outside a session")
@@ -619,6 +646,10 @@ func disposeValue(v any) {
 		for _, e := range v {
 			disposeValue(e)
 		}
+	case Object:
+		for _, f := range v {
+			disposeValue(f.Value)
+		}
 	case *Error:
 		disposeValue(v.Props)
 	}
@@ -657,6 +688,15 @@ func dupValue(v any) any {
 			out[k] = dupValue(e)
 		}
 		return out
+	case Object:
+		if !hasCaps(v) {
+			return v
+		}
+		out := make(Object, len(v))
+		for i, f := range v {
+			out[i] = Field{Key: f.Key, Value: dupValue(f.Value)}
+		}
+		return out
 	case *Error:
 		if !hasCaps(v.Props) {
 			return v
@@ -678,6 +718,12 @@ func hasCaps(v any) bool {
 	case map[string]any:
 		for _, e := range v {
 			if hasCaps(e) {
+				return true
+			}
+		}
+	case Object:
+		for _, f := range v {
+			if hasCaps(f.Value) {
 				return true
 			}
 		}

@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"strings"
 	"time"
+
+	"atelier/capnweb/ordered"
 )
 
 // maxSafeInt is 2^53, the largest integer a JavaScript number holds exactly.
@@ -118,6 +120,17 @@ func canon(s *Session, v any, depth int) (any, error) {
 			out[k] = c
 		}
 		return out, nil
+	case Object:
+		out := make(Object, 0, len(v))
+		for _, f := range v {
+			c, err := canon(s, f.Value, depth+1)
+			if err != nil {
+				disposeValue(out)
+				return nil, err
+			}
+			out = append(out, Field{Key: f.Key, Value: c})
+		}
+		return out, nil
 	}
 	if isTypedList(v) {
 		if reflect.ValueOf(v).IsNil() {
@@ -220,8 +233,9 @@ func canonReflect(s *Session, rv reflect.Value, depth int) (any, error) {
 		}
 		return out, nil
 	case reflect.Struct:
-		out := map[string]any{}
-		for _, f := range structFields(rv.Type()) {
+		fields := structFields(rv.Type())
+		out := make(Object, 0, len(fields))
+		for _, f := range fields {
 			fv := rv.FieldByIndex(f.index)
 			if f.omitEmpty && fv.IsZero() {
 				continue
@@ -231,11 +245,24 @@ func canonReflect(s *Session, rv reflect.Value, depth int) (any, error) {
 				disposeValue(out)
 				return nil, err
 			}
-			out[f.name] = c
+			out = setField(out, f.name, c)
 		}
 		return out, nil
 	}
 	return nil, TypeError("cannot serialize value of type %s", rv.Type())
+}
+
+// setField sets key in o to v: a key already there (a field of an embedded struct named like
+// a later one) takes the later value, as it did when structs became maps.
+func setField(o Object, key string, v any) Object {
+	for i := range o {
+		if o[i].Key == key {
+			disposeValue(o[i].Value)
+			o[i].Value = v
+			return o
+		}
+	}
+	return append(o, Field{Key: key, Value: v})
 }
 
 // fieldInfo is one serialized struct field.
@@ -286,6 +313,7 @@ var (
 	headerType = reflect.TypeFor[http.Header]()
 	typedType  = reflect.TypeFor[TypedArray]()
 	errPtrType = reflect.TypeFor[*Error]()
+	objectType = reflect.TypeFor[Object]()
 )
 
 // assignValue stores canonical value v into *dst (dst must be a non-nil pointer).
@@ -324,6 +352,16 @@ func assign(dst reflect.Value, v any) error {
 	switch t {
 	case stubType, streamType, sinkType, timeType, bigIntType, urlType, headerType, typedType, errPtrType:
 		return fmt.Errorf("expected %s, got %s", t, describe(v))
+	case objectType:
+		switch o := v.(type) {
+		case Object:
+			dst.Set(reflect.ValueOf(o))
+		case map[string]any:
+			dst.Set(reflect.ValueOf(ordered.FromMap(o)))
+		default:
+			return fmt.Errorf("expected object, got %s", describe(v))
+		}
+		return nil
 	}
 	switch t.Kind() {
 	case reflect.Bool:
@@ -389,7 +427,7 @@ func assign(dst reflect.Value, v any) error {
 		}
 		out := reflect.MakeSlice(t, len(list), len(list))
 		for i, e := range list {
-			if err := assign(out.Index(i), e); err != nil {
+			if err := assignNested(out.Index(i), e); err != nil {
 				return fmt.Errorf("[%d]: %w", i, err)
 			}
 		}
@@ -400,26 +438,26 @@ func assign(dst reflect.Value, v any) error {
 			return fmt.Errorf("expected array of %d, got %s", t.Len(), describe(v))
 		}
 		for i, e := range list {
-			if err := assign(dst.Index(i), e); err != nil {
+			if err := assignNested(dst.Index(i), e); err != nil {
 				return fmt.Errorf("[%d]: %w", i, err)
 			}
 		}
 	case reflect.Map:
-		m, ok := v.(map[string]any)
+		m, ok := asObjectMap(v)
 		if !ok || t.Key().Kind() != reflect.String {
 			return fmt.Errorf("expected object, got %s", describe(v))
 		}
 		out := reflect.MakeMapWithSize(t, len(m))
 		for k, e := range m {
 			ev := reflect.New(t.Elem()).Elem()
-			if err := assign(ev, e); err != nil {
+			if err := assignNested(ev, e); err != nil {
 				return fmt.Errorf("%s: %w", k, err)
 			}
 			out.SetMapIndex(reflect.ValueOf(k).Convert(t.Key()), ev)
 		}
 		dst.Set(out)
 	case reflect.Struct:
-		m, ok := v.(map[string]any)
+		m, ok := asObjectMap(v)
 		if !ok {
 			return fmt.Errorf("expected object, got %s", describe(v))
 		}
@@ -428,7 +466,7 @@ func assign(dst reflect.Value, v any) error {
 			if !found {
 				continue
 			}
-			if err := assign(dst.FieldByIndex(f.index), e); err != nil {
+			if err := assignNested(dst.FieldByIndex(f.index), e); err != nil {
 				return fmt.Errorf("%s: %w", f.name, err)
 			}
 		}
@@ -436,6 +474,33 @@ func assign(dst reflect.Value, v any) error {
 		return fmt.Errorf("cannot convert %s to %s", describe(v), t)
 	}
 	return nil
+}
+
+// asObjectMap returns the fields of an object value (Object or map[string]any) as a map; the
+// values are not converted (assign converts them to the destination's element type).
+func asObjectMap(v any) (map[string]any, bool) {
+	switch o := v.(type) {
+	case map[string]any:
+		return o, true
+	case Object:
+		m := make(map[string]any, len(o))
+		for _, f := range o {
+			m[f.Key] = f.Value
+		}
+		return m, true
+	}
+	return nil, false
+}
+
+// assignNested is assign for a value inside a Go slice, array, map or struct: there, a Go value
+// of type any receives objects as map[string]any (ordered.Plain), as code written against
+// maps expects; only a parameter or AwaitAs result of type any itself receives Object.
+func assignNested(dst reflect.Value, v any) error {
+	if dst.Type() == anyType && v != nil {
+		dst.Set(reflect.ValueOf(ordered.Plain(v)))
+		return nil
+	}
+	return assign(dst, v)
 }
 
 // toInt converts a number or bigint to an exact int64.
@@ -470,7 +535,7 @@ func describe(v any) string {
 		return "boolean"
 	case []any:
 		return "array"
-	case map[string]any:
+	case map[string]any, Object:
 		return "object"
 	case *Stub:
 		return "stub"

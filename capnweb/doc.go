@@ -54,8 +54,16 @@
 // nil, Undefined, bool, float64, string, *big.Int, time.Time (the zero Time is an invalid
 // Date), []byte, TypedArray, *Error, *url.URL, http.Header, []any, map[string]any, *Stub,
 // *ReadableStream and *WritableStream; AwaitAs converts to a Go type. Sending accepts the same plus Go numbers,
-// slices, maps, structs and targets. Objects are written with sorted keys (Go maps have no
-// order). Integers beyond 2^53 travel as bigint.
+// slices, maps, structs and targets. Integers beyond 2^53 travel as bigint.
+//
+// Key order: objects keep the order of their keys end to end, as in JavaScript. Objects
+// received are decoded into Object (ordered; a key repeated in a message keeps its first
+// position and its last value, like JSON.parse) and written back in that order, so echo, a
+// map() result built as {id, hi} and values held and returned look to the peer as they were
+// sent. A handler parameter of type any, and AwaitAs[any] or AwaitAs[Object], see Object;
+// Await, and parameters of map, struct or slice types, see map[string]any. Structs are
+// written in field order, an Object in its order, a map[string]any with sorted keys (Go maps
+// have no order).
 //
 // # References
 //

@@ -1,6 +1,7 @@
 package capnweb
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
@@ -27,12 +28,20 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			t.Fatalf("decoded %q but cannot encode it: %v", data, err)
 		}
-		var again any
-		if err := json.Unmarshal(b, &again); err != nil {
-			t.Fatalf("encoded invalid JSON %q: %v", b, err)
+		if !json.Valid(b) {
+			t.Fatalf("encoded invalid JSON %q", b)
 		}
-		if _, err := decodeValue(again, lim); err != nil {
+		again, err := parseJSON(b, lim)
+		if err != nil {
+			t.Fatalf("re-parsing %s: %v", b, err)
+		}
+		v2, err := decodeValue(again, lim)
+		if err != nil {
 			t.Fatalf("re-decoding %s: %v", b, err)
+		}
+		// Decoding and encoding again changes nothing, key order included.
+		if b2, err := encodeValue(nil, v2, nil, lim.MaxDepth+1); err != nil || !bytes.Equal(b, b2) {
+			t.Fatalf("%q: encoded %s, then %s (%v)", data, b, b2, err)
 		}
 	})
 }

@@ -166,11 +166,15 @@ func applyToValue(v any, path []any, args []any, isCall bool) (any, error) {
 			}
 			return &Promise{h: h.call(path[i:], args, isCall)}, nil
 		case map[string]any:
-			name, ok := key.(string)
-			if !ok {
-				name = strconv.FormatFloat(key.(float64), 'f', -1, 64)
-			}
+			name := keyName(key)
 			next, found := c[name]
+			if !found || blockedMember(name) {
+				next = Undefined
+			}
+			cur = next
+		case Object:
+			name := keyName(key)
+			next, found := c.Get(name)
 			if !found || blockedMember(name) {
 				next = Undefined
 			}
@@ -199,6 +203,14 @@ func applyToValue(v any, path []any, args []any, isCall bool) (any, error) {
 	}
 	disposeList(args)
 	return nil, TypeError("'%s' is not a function.", pathString(path))
+}
+
+// keyName returns a property path element (a string or a number) as a property name.
+func keyName(key any) string {
+	if name, ok := key.(string); ok {
+		return name
+	}
+	return strconv.FormatFloat(key.(float64), 'f', -1, 64)
 }
 
 // arrayIndex accepts a non-negative integer key, given as a number or a decimal string.
@@ -279,6 +291,12 @@ func hasPromises(v any) bool {
 				return true
 			}
 		}
+	case Object:
+		for _, f := range v {
+			if hasPromises(f.Value) {
+				return true
+			}
+		}
 	case *Error:
 		return v != nil && hasPromises(v.Props)
 	}
@@ -296,6 +314,10 @@ func collectPromises(v any, out *[]*Promise) {
 	case map[string]any:
 		for _, k := range sortedKeys(v) {
 			collectPromises(v[k], out)
+		}
+	case Object:
+		for _, f := range v {
+			collectPromises(f.Value, out)
 		}
 	case *Error:
 		if v != nil {
@@ -323,6 +345,12 @@ func replacePromises(v any, results []any, next *int) any {
 		out := make(map[string]any, len(v))
 		for _, k := range sortedKeys(v) {
 			out[k] = replacePromises(v[k], results, next)
+		}
+		return out
+	case Object:
+		out := make(Object, len(v))
+		for i, f := range v {
+			out[i] = Field{Key: f.Key, Value: replacePromises(f.Value, results, next)}
 		}
 		return out
 	case *Error:

@@ -5,14 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
 )
 
 // parseList decodes one JSON text of at most maxSize bytes that is an array (as every protocol
-// message is) into a slice of nil, bool, float64, string, []any and map[string]any (what
-// encoding/json produces for an any); the array is not boxed into an any, which would cost an
+// message is) into a slice of nil, bool, float64, string, []any and Object (what
+// encoding/json produces for an any, except that objects keep their key order); the array is not boxed into an any, which would cost an
 // allocation per message. For valid JSON that is not an array it returns nil. The nesting
 // depth is checked while parsing, so that a hostile message cannot make the parser recurse
 // deeply. A parser may be reused for further messages (by one goroutine at a time); data is
@@ -45,6 +46,9 @@ func (p *jsonParser) run(data []byte, maxSize int, top func() error) error {
 		if cap(p.stack) > keepBufferSize/16 {
 			p.stack = nil
 		}
+		if cap(p.fields) > keepBufferSize/32 {
+			p.fields = nil
+		}
 	}()
 	err := top()
 	if err == nil {
@@ -71,9 +75,10 @@ type jsonParser struct {
 	data     []byte
 	pos      int
 	maxDepth int
-	scratch  []byte // reused for strings with escapes
-	stack    []any  // elements of the arrays being parsed
-	slab     []any  // the rest of the block small arrays are carved from
+	scratch  []byte  // reused for strings with escapes
+	stack    []any   // elements of the arrays being parsed
+	fields   []Field // fields of the objects being parsed
+	slab     []any   // the rest of the block small arrays are carved from
 }
 
 func (p *jsonParser) fail(what string) error {
@@ -197,13 +202,21 @@ func (p *jsonParser) take(n int) []any {
 	return out
 }
 
+// object parses an object into an Object, keys in the order written. A repeated key keeps the
+// position where it first appeared and takes the last value, as JavaScript's JSON.parse does.
+// The fields are collected on p.fields and then copied to an Object of the right size.
 func (p *jsonParser) object(depth int) (any, error) {
 	p.pos++ // '{'
-	out := map[string]any{}
+	base := len(p.fields)
+	var index map[string]int // key -> position in p.fields, for objects of many keys
+	defer func() {
+		clear(p.fields[base:])
+		p.fields = p.fields[:base]
+	}()
 	p.skipSpace()
 	if p.pos < len(p.data) && p.data[p.pos] == '}' {
 		p.pos++
-		return out, nil
+		return Object{}, nil
 	}
 	for {
 		p.skipSpace()
@@ -223,7 +236,14 @@ func (p *jsonParser) object(depth int) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		out[k] = v // a repeated key keeps its last value, as in encoding/json
+		if at := p.findKey(base, k, &index); at >= 0 {
+			p.fields[at].Value = v
+		} else {
+			p.fields = append(p.fields, Field{Key: k, Value: v})
+			if index != nil {
+				index[k] = len(p.fields) - 1
+			}
+		}
 		p.skipSpace()
 		if p.pos >= len(p.data) {
 			return nil, p.fail("unterminated object")
@@ -233,11 +253,36 @@ func (p *jsonParser) object(depth int) (any, error) {
 			p.pos++
 		case '}':
 			p.pos++
-			return out, nil
+			return Object(slices.Clone(p.fields[base:])), nil
 		default:
 			return nil, p.fail("expected ',' or '}'")
 		}
 	}
+}
+
+// findKey returns the position in p.fields of key among the fields of the object that starts
+// at base, or -1. Small objects are scanned; from objectIndexMin keys on, *index (built here)
+// keeps lookups constant-time, so that a hostile message with many keys costs linear time.
+func (p *jsonParser) findKey(base int, key string, index *map[string]int) int {
+	fields := p.fields[base:]
+	if *index == nil && len(fields) < objectIndexMin {
+		for i := range fields {
+			if fields[i].Key == key {
+				return base + i
+			}
+		}
+		return -1
+	}
+	if *index == nil {
+		*index = make(map[string]int, 2*len(fields))
+		for i := range fields {
+			(*index)[fields[i].Key] = base + i
+		}
+	}
+	if at, ok := (*index)[key]; ok {
+		return at
+	}
+	return -1
 }
 
 // number parses a JSON number as a float64. Integers of up to 15 digits, the common case, are

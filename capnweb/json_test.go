@@ -2,6 +2,7 @@ package capnweb
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"atelier/capnweb/ordered"
 )
 
 // parseJSON parses one message with a fresh parser.
@@ -98,11 +101,72 @@ func checkAgainstEncodingJSON(t *testing.T, data []byte) {
 	switch {
 	case (err != nil) != (wantErr != nil):
 		t.Fatalf("%q: parseJSON error %v, encoding/json error %v", data, err, wantErr)
-	case err == nil && !reflect.DeepEqual(got, want):
+	case err == nil && !reflect.DeepEqual(ordered.Plain(got), want):
 		t.Fatalf("%q: parseJSON gives %#v, encoding/json %#v", data, got, want)
+	case err == nil && !uniqueKeys(got):
+		t.Fatalf("%q: parseJSON gives an object with a repeated key: %#v", data, got)
 	case err == nil:
 		if f, ok := got.(float64); ok && f == 0 && math.Signbit(f) != math.Signbit(want.(float64)) {
 			t.Fatalf("%q: sign of zero differs", data)
+		}
+	}
+}
+
+// uniqueKeys reports whether no Object in v names a key twice.
+func uniqueKeys(v any) bool {
+	switch v := v.(type) {
+	case Object:
+		seen := map[string]bool{}
+		for _, f := range v {
+			if seen[f.Key] || !uniqueKeys(f.Value) {
+				return false
+			}
+			seen[f.Key] = true
+		}
+	case []any:
+		for _, e := range v {
+			if !uniqueKeys(e) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// TestParseJSONKeyOrder checks that objects keep the order of their keys and that a repeated
+// key keeps its first position and its last value (JSON.parse), also past the size from which
+// repeated keys are found with an index.
+func TestParseJSONKeyOrder(t *testing.T) {
+	lim := DefaultLimits()
+	many := `{`
+	var want Object
+	for i := range 2 * objectIndexMin {
+		k := fmt.Sprintf("k%02d", 2*objectIndexMin-i) // descending, so sorting would show
+		many += fmt.Sprintf("%q:%d,", k, i)
+		want = append(want, Field{Key: k, Value: float64(i)})
+	}
+	many += `"k32":"last","k01":"end"}`
+	want[0].Value, want[len(want)-1].Value = "last", "end"
+	cases := []struct {
+		in   string
+		want any
+		dup  bool // in repeats a key, so it is not the encoding of want
+	}{
+		{`{"b":1,"a":2}`, Object{{Key: "b", Value: 1.0}, {Key: "a", Value: 2.0}}, false},
+		{`{"b":{"z":[{"y":1,"x":2}],"c":null},"a":[]}`, Object{
+			{Key: "b", Value: Object{{Key: "z", Value: []any{Object{{Key: "y", Value: 1.0}, {Key: "x", Value: 2.0}}}}, {Key: "c", Value: nil}}},
+			{Key: "a", Value: []any{}},
+		}, false},
+		{`{"a":1,"b":2,"a":3}`, Object{{Key: "a", Value: 3.0}, {Key: "b", Value: 2.0}}, true},
+		{many, want, true},
+	}
+	for _, c := range cases {
+		got, err := parseJSON([]byte(c.in), lim)
+		if err != nil || !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: got %#v, %v; want %#v", c.in, got, err, c.want)
+		}
+		if enc := string(mustEncodeRaw(c.want)); !c.dup && enc != c.in {
+			t.Errorf("%s: re-encoded as %s", c.in, enc)
 		}
 	}
 }
@@ -131,6 +195,29 @@ func BenchmarkParseJSON(b *testing.B) {
 			if _, err := p.parseList(m, lim.MaxMessageSize); err != nil {
 				b.Fatal(err)
 			}
+		}
+	}
+}
+
+// BenchmarkObjectRoundTrip parses, decodes and encodes again an object of the size of a typical
+// record (what an echo or a held value costs on the message path).
+func BenchmarkObjectRoundTrip(b *testing.B) {
+	lim := DefaultLimits()
+	msg := []byte(`{"id":1,"title":"buy milk","done":false,"tags":[["home","shop"]],"due":{"day":3,"month":12}}`)
+	p := jsonParser{maxDepth: lim.MaxDepth}
+	var out []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		raw, err := p.parse(msg, lim.MaxMessageSize)
+		if err != nil {
+			b.Fatal(err)
+		}
+		v, err := decodeValue(raw, lim)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if out, err = encodeValue(out[:0], v, nil, lim.MaxDepth); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -65,7 +65,7 @@ func (srv *Server) sessionOptions(w http.ResponseWriter, r *http.Request, transp
 		return Options{}, false
 	}
 	opts := srv.Options
-	opts.Peer = PeerInfo{Transport: transport, RemoteAddr: r.RemoteAddr, Header: r.Header.Clone()}
+	opts.Peer = PeerInfo{Transport: transport, RemoteAddr: r.RemoteAddr, Host: r.Host, Header: r.Header.Clone()}
 	opts.Main = nil
 	if srv.NewMain != nil {
 		m, err := srv.NewMain(r)

@@ -37,6 +37,8 @@ type PeerInfo struct {
 	Transport string
 	// RemoteAddr is the network address of the peer, when known.
 	RemoteAddr string
+	// Host is the Host of the HTTP request the session came in on, when known.
+	Host string
 	// Header holds the HTTP request headers of the upgrade or batch request, when known.
 	Header http.Header
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+
+	"atelier/capnweb/ordered"
 )
 
 // ErrDisposed is returned when a disposed stub or promise is used.
@@ -200,8 +202,15 @@ func (p *Promise) dup() *Promise {
 // Await waits for the result. Values are protocol values (see the package documentation):
 // numbers are float64, arrays []any, objects map[string]any, capabilities *Stub. A rejection is
 // returned as an error (an *Error for remote errors). Awaiting inside a handler lets the next
-// queued call on the handler's target start.
+// queued call on the handler's target start. Objects lose their key order here: AwaitAs with
+// any or Object as the type keeps it.
 func (p *Promise) Await(ctx context.Context) (any, error) {
+	v, err := p.await(ctx)
+	return ordered.Plain(v), err
+}
+
+// await is Await with objects as received (Object).
+func (p *Promise) await(ctx context.Context) (any, error) {
 	unblock(ctx)
 	type result struct {
 		v   any
@@ -286,7 +295,7 @@ func AwaitAll(ctx context.Context, ps ...*Promise) ([]any, error) {
 	for i, ch := range chans {
 		select {
 		case r := <-ch:
-			out[i] = r.v
+			out[i] = ordered.Plain(r.v)
 			if r.err != nil && firstErr == nil {
 				firstErr = r.err
 			}
@@ -297,10 +306,11 @@ func AwaitAll(ctx context.Context, ps ...*Promise) ([]any, error) {
 	return out, firstErr
 }
 
-// AwaitAs awaits p and converts the result to T with the same rules as handler parameters.
+// AwaitAs awaits p and converts the result to T with the same rules as handler parameters: with
+// T any, objects are Object and keep their key order.
 func AwaitAs[T any](ctx context.Context, p *Promise) (T, error) {
 	var out T
-	v, err := p.Await(ctx)
+	v, err := p.await(ctx)
 	if err != nil {
 		return out, err
 	}

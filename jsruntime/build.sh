@@ -49,10 +49,7 @@ install_tools() {
     apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null
   fi
   command -v node >/dev/null && command -v npm >/dev/null || die "node and npm are needed (apt-get install nodejs npm)"
-  if [ ! -f "$TOOLS/node_modules/@bytecodealliance/jco/package.json" ]; then
-    say "installing the pinned npm tools in sdk/componentize (npm ci)"
-    (cd "$TOOLS" && npm ci --no-audit --no-fund >/dev/null)
-  fi
+  "$ROOT/scripts/npm-ci.sh" --quiet "$TOOLS" # as scripts/setup.sh and sdk/build-gadget.sh do
 }
 
 # fetch_quickjs unpacks the checked QuickJS sources into $CACHE/quickjs.

@@ -143,6 +143,45 @@ func TestExecuteCodeBindings(t *testing.T) {
 	}
 }
 
+// TestExecuteCodeStrictEnv: a binding or a method that env lacks is named, with what exists,
+// while await, JSON and listing still see env as a plain object.
+func TestExecuteCodeStrictEnv(t *testing.T) {
+	env := jsruntime.Env{Bindings: map[string]jsruntime.Binding{"calc": &calc{}, "todo": &calc{}}}
+	for src, want := range map[string]string{
+		`return await env.todo2.list()`: `env has no binding "todo2"; the bindings are: calc, todo (see listBindings)`,
+		`return await env.todo.list()`:  `env.todo has no method "list"; its methods are: add, echo, fail, mul`,
+	} {
+		_, err := run(t, "export default async function (env) { "+src+" }", env)
+		var je *jsruntime.Error
+		if !errors.As(err, &je) || je.Name != "TypeError" || je.Message != want {
+			t.Errorf("%s: got %v, want TypeError %q", src, err, want)
+		}
+	}
+	res := mustRun(t, `export default async function (env) {
+		const e = await env, t = await env.todo;
+		return {names: Object.keys(e), json: JSON.parse(JSON.stringify(t)), has: "todo2" in env, then: typeof env.then}
+	}`, env)
+	want := map[string]any{"names": []any{"calc", "todo"}, "json": map[string]any{}, "has": false, "then": "undefined"}
+	if !reflect.DeepEqual(res.Value, want) {
+		t.Fatalf("got %#v, want %#v", res.Value, want)
+	}
+}
+
+// TestExecuteCodeStrayPromises: a snippet that returns while promises it started still run
+// returns its value; the strays are cancelled and the console says so.
+func TestExecuteCodeStrayPromises(t *testing.T) {
+	res, err := run(t, `export default async function () {
+		(async () => { for (;;) await null })();
+		return 42
+	}`, jsruntime.Env{})
+	if err != nil || res.Value != 42.0 {
+		t.Fatalf("got %v, %v; want 42", res.Value, err)
+	}
+	if len(res.Console) != 1 || res.Console[0].Level != "warn" || !strings.Contains(res.Console[0].Text, "were cancelled") {
+		t.Fatalf("console %#v, want one warning that the stray promises were cancelled", res.Console)
+	}
+}
+
 func TestExecuteCodeErrors(t *testing.T) {
 	for _, tc := range []struct {
 		src, name, message, at string

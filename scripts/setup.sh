@@ -32,14 +32,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}"
 fi
 
-# npm packages, each folder pinned by its package-lock.json.
-for dir in sdk/componentize tests/capnweb/node host/shell/web; do
-  [ -f "$dir/package-lock.json" ] || continue
-  if [ ! -d "$dir/node_modules" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
-    step "installing npm packages in $dir"
-    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
-  fi
-done
+# npm packages, each folder pinned by its package-lock.json; scripts/npm-ci.sh skips a folder
+# whose node_modules holds that lock already (sdk/build-gadget.sh checks the same way).
+step "npm packages (sdk/componentize, tests/capnweb/node, host/shell/web, tests/mcpservers)"
+scripts/npm-ci.sh sdk/componentize tests/capnweb/node host/shell/web tests/mcpservers
 
 step "downloading Go modules"
 go mod download

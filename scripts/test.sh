@@ -30,8 +30,8 @@ go vet ./...
 step "go test"
 go test -count=1 -timeout 20m ./...
 
-step "go test -race (Cap'n Web, capabilities, value conversion, store, auth, metrics, gatekeepers, kernel, cluster)"
-go test -count=1 -race -timeout 10m ./capnweb/... ./host/capability/... ./host/runtime/wit ./host/store ./host/auth ./host/metrics ./host/gatekeeper/... ./host/kernel ./host/cluster
+step "go test -race (Cap'n Web, capabilities, value conversion, store, auth, metrics, gatekeepers, kernel, cluster, agent)"
+go test -count=1 -race -timeout 10m ./capnweb/... ./host/capability/... ./host/runtime/wit ./host/store ./host/auth ./host/metrics ./host/gatekeeper/... ./host/kernel ./host/cluster ./host/agent/...
 
 # The budget is a count of executions, not a duration: Go 1.26's fuzz coordinator can fail a
 # target with a bare "context deadline exceeded" when a duration budget ends while a worker is

@@ -18,7 +18,8 @@
 # Builds are cached by a content hash of everything that goes into them (DIR, the project's
 # wit/, sdk/go for Go, this script, the pinned npm tools, the Go version) in sdk/.build/ (or
 # $ATELIER_BUILD_CACHE); a hit costs a copy. The npm tools are installed into
-# sdk/componentize/node_modules on first use, from the committed package-lock.json.
+# sdk/componentize/node_modules on first use, from the committed package-lock.json, by
+# scripts/npm-ci.sh (as scripts/setup.sh installs them: a build after setup does not reinstall).
 # Needs: bash, go, node (>= 18) and npm, sha256sum, flock.
 set -euo pipefail
 
@@ -92,13 +93,10 @@ mkdir -p "$CACHE"
 exec 9>"$CACHE/.lock"
 flock 9 # one build at a time: parallel test processes share the cache and the npm install
 
-# npm tools, installed from the lock file on first use (and again when the lock file changes).
-if ! cmp -s "$TOOLS/package-lock.json" "$TOOLS/node_modules/.atelier-lock" 2>/dev/null; then
-  say "installing npm tools into $TOOLS/node_modules (jco, componentize-qjs; about 340 MB, once)"
-  (cd "$TOOLS" && npm ci --no-audit --no-fund --loglevel=error >&2) ||
-    die "npm ci in $TOOLS failed: check access to the npm registry, or run scripts/setup.sh"
-  cp "$TOOLS/package-lock.json" "$TOOLS/node_modules/.atelier-lock"
-fi
+# npm tools, installed from the lock file on first use (and again when the lock file changes)
+# by the script scripts/setup.sh installs them with, so a build after setup finds them.
+"$ROOT/scripts/npm-ci.sh" --quiet "$TOOLS" ||
+  die "the npm tools (jco, componentize-qjs; about 340 MB) could not be installed into $TOOLS/node_modules: check access to the npm registry, or run scripts/setup.sh"
 
 # Content hash of every input.
 hash_files() { (cd "$1" && find . -type f ! -path './.build/*' ! -name '*.wasm' -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum); }

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"strings"
 
+	"atelier/capnweb"
 	"atelier/host/kernel"
 	"atelier/host/quota"
 )
@@ -13,14 +16,16 @@ import (
 func adminCommand() command {
 	return command{
 		name:    "admin",
-		summary: "change the server's settings as its admin (quotas)",
+		summary: "change the server's settings as its admin (quotas, agent instructions)",
 		details: `Commands for the server's admin user (the token 'atelier serve' printed on its first run,
 or 'atelier login' as admin). Everyone else is refused.
 
 Examples:
   atelier admin quota
-  atelier admin quota set stored_bytes 2GiB`,
-		subcommands: []command{adminQuotaCommand()},
+  atelier admin quota set stored_bytes 2GiB
+  atelier admin instructions set policy.md
+  ATELIER_TOKEN=atl_... atelier admin password`,
+		subcommands: []command{adminQuotaCommand(), adminInstructionsCommand(), adminPasswordCommand()},
 	}
 }
 
@@ -111,6 +116,74 @@ Examples:
 					shown = "its default"
 				}
 				fmt.Fprintf(stdio(ctx).out, "quota %s set to %s\n", q.Name, shown)
+				return nil
+			}
+		},
+	}
+}
+
+func adminPasswordCommand() command {
+	return command{
+		name:    "password",
+		usage:   "[--server URL] [--current]",
+		summary: "set the admin user's password, so that the admin can log in (admin only)",
+		details: `Sets the password of the user "admin", so that the admin can 'atelier login --username admin'
+and sign in to the workshop. Run it with the admin token 'atelier serve' printed on its first run
+in $ATELIER_TOKEN (or logged in as admin). The admin starts without a password; once one is set,
+changing it takes the current one too (--current).
+
+The new password (8 to 1024 bytes) is asked twice at a prompt that does not echo, or read from
+the first line of standard input when it is not a terminal (with --current: the current password
+on the first line, the new one on the second).
+
+Examples:
+  ATELIER_TOKEN=atl_... atelier admin password
+  printf '%s\n' "$NEW_PASSWORD" | ATELIER_TOKEN=atl_... atelier admin password
+  atelier admin password --current`,
+		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
+			server := serverFlag(fs)
+			current := fs.Bool("current", false, "ask for the admin's current password first (when one is set)")
+			return func(ctx context.Context, args []string) error {
+				if len(args) != 0 {
+					return usageError{"admin password takes no arguments: it asks for the password (or reads it from standard input)"}
+				}
+				c, err := connect(ctx, *server)
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				me, err := await[struct{ Username, Kind string }](ctx, c, c.api.Call(ctx, "whoami"))
+				if err != nil {
+					return err
+				}
+				if me.Kind != "user" || me.Username != kernel.AdminName {
+					return fmt.Errorf("admin password sets the password of the user %q, and you are %s %q: set ATELIER_TOKEN to the admin token 'atelier serve' printed on its first run, or log in as %s",
+						kernel.AdminName, me.Kind, me.Username, kernel.AdminName)
+				}
+				std := stdio(ctx)
+				in := bufio.NewReader(std.in)
+				const hint = "type it at a terminal, or pipe it in"
+				old := ""
+				if *current {
+					if old, err = askPassword(std, in, "Current password: ", false, hint); err != nil {
+						return err
+					}
+				}
+				pw, err := askPassword(std, in, "New password: ", true, hint)
+				if err != nil {
+					return err
+				}
+				_, err = capnweb.AwaitAs[any](ctx, c.api.Call(ctx, "changePassword", old, pw))
+				switch {
+				case err == nil:
+				case errorCode(err) == "UNAUTHORIZED" && strings.Contains(errorMessage(err), "old password is wrong") && *current:
+					return errors.New("the current password is wrong; run the command again")
+				case errorCode(err) == "UNAUTHORIZED" && strings.Contains(errorMessage(err), "old password is wrong"):
+					return errors.New("the admin already has a password: to change it, run `atelier admin password --current`, which asks for the current one first")
+				default:
+					return c.explain(err)
+				}
+				fmt.Fprintf(std.out, "The password of %s is set: log in with `atelier login --username %s` or in the workshop.\n", kernel.AdminName, kernel.AdminName)
 				return nil
 			}
 		},

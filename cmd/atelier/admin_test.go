@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"regexp"
 	"strings"
@@ -64,4 +65,52 @@ func TestAdminQuotaCommands(t *testing.T) {
 	}
 	t.Setenv("ATELIER_TOKEN", "")
 	ok(t, "workspace", "create", "lab")
+}
+
+// TestAdminPassword: with the first-run admin token the admin sets a password (read from
+// standard input) and logs in with it; setting it again needs the current one (--current); a
+// short password, a wrong current one and another user are refused with what to do.
+func TestAdminPassword(t *testing.T) {
+	isolate(t)
+	url, out := serveOut(t)
+	t.Setenv("ATELIER_SERVER", url)
+	m := adminTokenLine.FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("atelier serve printed no admin token: %s", out.String())
+	}
+	ctx := context.Background()
+	t.Setenv("ATELIER_PASSWORD", "correct horse battery staple")
+	ok(t, "login", "--signup", "--username", "ada")
+	if r := atelier(ctx, "another good password\n", "admin", "password"); r.code != 1 || !strings.Contains(r.err, `you are user "ada"`) || !strings.Contains(r.err, "ATELIER_TOKEN") {
+		t.Fatalf("admin password as ada: exit %d, %q", r.code, r.err)
+	}
+
+	t.Setenv("ATELIER_TOKEN", m[1])
+	t.Setenv("ATELIER_PASSWORD", "")
+	if r := atelier(ctx, "", "admin", "password"); r.code != 1 || !strings.Contains(r.err, "no password on standard input") {
+		t.Fatalf("admin password without input: exit %d, %q", r.code, r.err)
+	}
+	if r := atelier(ctx, "short\n", "admin", "password"); r.code != 1 || !strings.Contains(r.err, "password: want 8 to 1024 bytes") {
+		t.Fatalf("admin password with a short one: exit %d, %q", r.code, r.err)
+	}
+	if r := atelier(ctx, "first admin password\n", "admin", "password"); r.code != 0 || !strings.Contains(r.stdout, "The password of admin is set") {
+		t.Fatalf("admin password: exit %d, %q %q", r.code, r.stdout, r.err)
+	}
+	if r := atelier(ctx, "second admin password\n", "admin", "password"); r.code != 1 || !strings.Contains(r.err, "atelier admin password --current") {
+		t.Fatalf("admin password again without --current: exit %d, %q", r.code, r.err)
+	}
+	if r := atelier(ctx, "not the password\nsecond admin password\n", "admin", "password", "--current"); r.code != 1 || !strings.Contains(r.err, "the current password is wrong") {
+		t.Fatalf("admin password --current with a wrong one: exit %d, %q", r.code, r.err)
+	}
+	if r := atelier(ctx, "first admin password\nsecond admin password\n", "admin", "password", "--current"); r.code != 0 {
+		t.Fatalf("admin password --current: exit %d, %q", r.code, r.err)
+	}
+
+	t.Setenv("ATELIER_TOKEN", "")
+	t.Setenv("ATELIER_PASSWORD", "second admin password")
+	if got := ok(t, "login", "--username", "admin"); !strings.Contains(got, "as admin") {
+		t.Fatalf("login as admin said %q", got)
+	}
+	ok(t, "admin", "quota") // the saved login is the admin's
+	fails(t, 2, []string{"admin", "password", "extra"}, "takes no arguments")
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"atelier/host/capability/outboundhttp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -258,7 +259,7 @@ func tryInstall(ctx context.Context, pkg *gatekeeper.Package, cacheDir string) e
 		gk.Close()
 		return nil
 	}
-	rt, err := gatekeeperRuntime(cacheDir, nil)
+	rt, err := gatekeeperRuntime(cacheDir, outboundhttp.Options{}, nil)
 	if err != nil {
 		return err
 	}

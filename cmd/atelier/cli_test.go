@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -18,6 +17,9 @@ import (
 
 func TestMain(m *testing.M) {
 	os.Unsetenv("RUST_BACKTRACE") // else every Wasmtime error captures a slow Rust backtrace
+	if os.Getenv(asCLI) != "" {
+		main() // the test binary stands in for the atelier binary (TestCompletionInBash)
+	}
 	os.Exit(m.Run())
 }
 
@@ -106,25 +108,6 @@ func TestServerURL(t *testing.T) {
 	}
 }
 
-func TestParseInterspersed(t *testing.T) {
-	for _, tc := range []struct {
-		args, positional, grants []string
-	}{
-		{[]string{"todo", "todo.wasm", "--grant", "a,b"}, []string{"todo", "todo.wasm"}, []string{"a", "b"}},
-		{[]string{"--grant=a", "todo", "--grant", "b", "todo.wasm"}, []string{"todo", "todo.wasm"}, []string{"a", "b"}},
-		{[]string{"calc", "add", "--", "-1", "--grant"}, []string{"calc", "add", "-1", "--grant"}, nil},
-		{nil, nil, nil},
-	} {
-		fs := flag.NewFlagSet("test", flag.ContinueOnError)
-		g := &grantList{}
-		fs.Var(g, "grant", "")
-		pos, err := parseInterspersed(fs, tc.args)
-		if err != nil || !reflect.DeepEqual(pos, tc.positional) || !reflect.DeepEqual(g.grants, tc.grants) {
-			t.Errorf("parseInterspersed(%q) = %q, grants %q, %v; want %q, grants %q", tc.args, pos, g.grants, err, tc.positional, tc.grants)
-		}
-	}
-}
-
 func TestParseJSONArgs(t *testing.T) {
 	got, err := parseJSONArgs([]string{"5", `"buy milk"`, `{"id":1,"tags":["a"]}`, "null", "-1.5"})
 	want := []any{5.0, "buy milk", map[string]any{"id": 1.0, "tags": []any{"a"}}, nil, -1.5}
@@ -179,7 +162,16 @@ func TestCredentialsFile(t *testing.T) {
 func TestCommandLineErrors(t *testing.T) {
 	isolate(t)
 	fails(t, 2, []string{"frobnicate"}, `unknown command "frobnicate"`, "atelier help")
+	fails(t, 2, []string{"gadgt", "list"}, `unknown command "gadgt" (did you mean gadget?)`)
 	fails(t, 2, []string{"gadget", "frobnicate"}, `unknown subcommand "frobnicate"`, "deploy")
+	fails(t, 2, []string{"gadget", "deplyo"}, `atelier gadget: unknown subcommand "deplyo" (did you mean deploy?)`)
+	fails(t, 2, []string{"completion", "tcsh"}, `unknown subcommand "tcsh"`, "fish")
+	fails(t, 2, []string{"help", "gadget", "frobnicate"}, `atelier help: unknown subcommand "frobnicate"`)
+	fails(t, 2, []string{"gadget", "deploy", "todo", "todo.wasm", "--frob"}, "atelier gadget deploy: unknown flag: --frob", "Usage: atelier gadget deploy")
+	fails(t, 2, []string{"gadget", "list", "-json"}, "two dashes: --json")
+	fails(t, 2, []string{"gadget", "deploy", "todo", "todo.wasm", "--grant"}, "flag needs an argument: --grant")
+	fails(t, 2, []string{"gadget", "call", "calc", "add", "-1"}, "put -- before arguments that start with -")
+	fails(t, 2, []string{"serve", "--sync", "never"}, `invalid argument "never" for "--sync" flag: want "always" or "interval"`)
 	fails(t, 2, []string{"gadget", "deploy", "todo"}, "want a gadget name and a component file", "Usage: atelier gadget deploy")
 	fails(t, 2, []string{"gadget", "call", "todo", "add", "buy milk"}, "quote strings")
 	fails(t, 2, []string{"gadget", "rollback", "todo", "latest"}, "not a version number", "atelier gadget versions todo")
@@ -196,6 +188,17 @@ func TestCommandLineErrors(t *testing.T) {
 
 func TestHelp(t *testing.T) {
 	out := ok(t, "help")
+	for _, want := range []string{"Usage: atelier <command> [flags] [arguments]", "Getting started:\n  atelier serve --data ./atelier.db",
+		"$ATELIER_TOKEN", "  completion ", "  help "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("atelier help lacks %q:\n%s", want, out)
+		}
+	}
+	for _, args := range [][]string{{"--help"}, {"-h"}} {
+		if got := ok(t, args...); got != out {
+			t.Errorf("atelier %s = %q, want what atelier help prints", args[0], got)
+		}
+	}
 	for _, c := range commands() {
 		if !strings.Contains(out, "  "+c.name+" ") {
 			t.Errorf("atelier help does not list %s", c.name)
@@ -217,23 +220,23 @@ func TestHelp(t *testing.T) {
 var serverURLLine = regexp.MustCompile(`(ws://[^\s,()]+/api)\b`)
 
 // startServer runs `atelier serve` in-process on a free loopback port with a fresh data file
-// and returns its API URL; the server stops when the test ends.
-func startServer(t *testing.T) string {
+// (args: more flags of serve) and returns its API URL; the server stops when the test ends.
+func startServer(t *testing.T, args ...string) string {
 	t.Helper()
-	url, _ := serveOut(t)
+	url, _ := serveOut(t, args...)
 	return url
 }
 
 // serveOut is startServer that also returns what the server printed (its first-run admin token).
-func serveOut(t *testing.T) (string, *lockedBuffer) {
+func serveOut(t *testing.T, args ...string) (string, *lockedBuffer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errOut lockedBuffer
 	done := make(chan int, 1)
 	dir := t.TempDir()
 	go func() {
-		done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--data", filepath.Join(dir, "atelier.db"),
-			"--cache", filepath.Join(dir, "cache")}, strings.NewReader(""), &out, &errOut)
+		done <- run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0", "--data", filepath.Join(dir, "atelier.db"),
+			"--cache", filepath.Join(dir, "cache")}, args...), strings.NewReader(""), &out, &errOut)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -280,7 +283,7 @@ func TestClientCommands(t *testing.T) {
 	t.Setenv("ATELIER_PASSWORD", "")
 
 	fails(t, 1, []string{"gadget", "list"}, "no workspace selected", "atelier workspace use")
-	if out := ok(t, "gatekeeper", "list"); !strings.Contains(out, "No gatekeepers installed") {
+	if out := ok(t, "gatekeeper", "list"); !strings.Contains(out, "mcp") || !strings.Contains(out, "builtin:mcp") {
 		t.Fatalf("gatekeeper list on a new server = %q", out)
 	}
 	fails(t, 1, []string{"gatekeeper", "install", counterGo}, "FORBIDDEN")
@@ -319,6 +322,10 @@ func TestClientCommands(t *testing.T) {
 	}
 	if out := ok(t, "gadget", "versions", "counter"); strings.Count(out, "\n") != 3 || !strings.Contains(out, "*  2") {
 		t.Fatalf("versions = %q, want a header and versions 1 and 2, 2 current", out)
+	}
+	if r := atelier(context.Background(), "", "gadget", "rollback", "counter", "99"); r.code != 1 ||
+		!strings.Contains(r.err, "gadget counter has no version 99: run `atelier gadget versions counter`") || strings.Contains(r.err, "versions()") {
+		t.Fatalf("rollback to a version that does not exist: exit %d, %q; want it to say to run `atelier gadget versions counter`", r.code, r.err)
 	}
 	if out := ok(t, "gadget", "rollback", "counter", "1"); !strings.Contains(out, "counter is now at version 1") {
 		t.Fatalf("rollback said %q", out)
@@ -372,4 +379,46 @@ func TestClientCommands(t *testing.T) {
 	fails(t, 1, []string{"workspace", "list"}, "malformed token", "The token in ATELIER_TOKEN was refused")
 	t.Setenv("ATELIER_TOKEN", "")
 	fails(t, 1, []string{"gadget", "list"}, "not logged in", "atelier login", "ATELIER_TOKEN")
+}
+
+// TestLoginLockedOut: once wrong passwords hold an address back, `atelier login` says so and
+// how long to wait, for the right password too (the server does not check it then), instead of
+// "wrong username or password".
+func TestLoginLockedOut(t *testing.T) {
+	isolate(t)
+	t.Setenv("ATELIER_SERVER", startServer(t))
+	t.Setenv("ATELIER_PASSWORD", "correct horse battery staple")
+	ok(t, "login", "--signup", "--username", "ada")
+	login := func(password string) result {
+		t.Setenv("ATELIER_PASSWORD", password)
+		return atelier(context.Background(), "", "login", "--username", "ada")
+	}
+	// The wait is short (1 s): if it ends before the right password arrives, that login
+	// succeeds and clears the address's failures, so start over.
+	for range 5 {
+		for i := 0; ; i++ {
+			if i == 20 {
+				t.Fatal("20 wrong passwords in a row, and login never said to wait")
+			}
+			r := login("wrong password!")
+			if r.code == 0 {
+				t.Fatalf("login with a wrong password succeeded: %s", r.stdout)
+			}
+			if strings.Contains(r.err, "too many failed attempts; try again in ") {
+				break
+			}
+			if i > 5 || !strings.Contains(r.err, "wrong username or password") {
+				t.Fatalf("login with a wrong password said %q", r.err)
+			}
+		}
+		r := login("correct horse battery staple")
+		if r.code == 0 {
+			continue
+		}
+		if !regexp.MustCompile(`too many failed attempts; try again in \d+s\n.*from this address.*wait, then run the command again`).MatchString(r.err) {
+			t.Fatalf("login with the right password during a lockout said %q", r.err)
+		}
+		return
+	}
+	t.Fatal("the right password never arrived during a lockout")
 }

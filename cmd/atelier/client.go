@@ -33,9 +33,12 @@ func serverFlag(fs *flag.FlagSet) *string {
 
 // workspaceFlag defines --workspace, whose default is $ATELIER_WORKSPACE; empty means the
 // workspace chosen with `atelier workspace use`.
+// -w is short for it.
 func workspaceFlag(fs *flag.FlagSet) *string {
-	return fs.String("workspace", os.Getenv("ATELIER_WORKSPACE"),
+	ws := fs.String("workspace", os.Getenv("ATELIER_WORKSPACE"),
 		"ID of the workspace to work in (env ATELIER_WORKSPACE; default: the one chosen with atelier workspace use)")
+	fs.StringVar(ws, "w", *ws, "short for --workspace")
+	return ws
 }
 
 // serverURL turns what the user typed into the WebSocket URL of the API, which is also the key
@@ -165,6 +168,15 @@ func errorCode(err error) string {
 		return code
 	}
 	return ""
+}
+
+// errorMessage is the message of a refused call (err's text for other errors).
+func errorMessage(err error) string {
+	var e *capnweb.Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return err.Error()
 }
 
 // explain rewrites an error of a call so that it says what to do next.

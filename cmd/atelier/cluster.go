@@ -32,7 +32,7 @@ func clusterStatusCommand() command {
 		name:    "status",
 		usage:   "[--server URL] [--json]",
 		summary: "list the nodes, which node runs each workspace, and replication lag (admin only)",
-		details: "Asks one node for the cluster as it sees it: live nodes with their leases, draining flag and the last log entry each has applied (as of its last heartbeat), the node running each active workspace, that node's replica lag (log entries it has not applied yet), and the log's size and newest snapshot.",
+		details: "Asks one node for the cluster as it sees it: live nodes with the number of workspaces each runs (counted from the same lease table as the list below), draining flag and the last log entry each has applied (as of its last heartbeat), the node running each active workspace, that node's replica lag (log entries it has not applied yet), and the log's size and newest snapshot.",
 		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
 			server := serverFlag(fs)
 			asJSON := fs.Bool("json", false, "print the status as JSON")

@@ -9,6 +9,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"atelier/host/kernel"
 )
 
 // codeResult is what executeCode returns (docs/api.md, Code Mode).
@@ -23,12 +25,13 @@ type codeResult struct {
 		Level string `json:"level"`
 		Text  string `json:"text"`
 	} `json:"console"`
+	DryRun *kernel.DryRunInfo `json:"dryRun"`
 }
 
 func execCommand() command {
 	return command{
 		name:    "exec",
-		usage:   "[--workspace ID] [--timeout 5s] FILE.ts|FILE.js|-",
+		usage:   "[--workspace ID] [--timeout 5s] [--dry-run] [--gatekeeper NAME=ACCOUNT] FILE.ts|FILE.js|- | --commit ID | --discard ID",
 		summary: "run a snippet of JavaScript or TypeScript against the gadgets of the current workspace",
 		details: `Runs FILE (or standard input, with -) as a Code Mode snippet: an ES module whose default export
 is an async function (env, ctx). It runs in a fresh sandbox on the server, where env.NAME is a
@@ -38,6 +41,19 @@ TypeScript. The console output goes to standard error, the value the function re
 standard output as JSON. A snippet that throws exits 1 after printing the error. An agent
 runs it with its own token in $ATELIER_TOKEN, and sees only the gadgets of its scope.
 
+With --dry-run nothing changes: the gadgets' writes go to a copy of their state and gatekeeper
+actions are only recorded. After the value it prints what the snippet would change (per
+gadget: + added, ~ changed, - removed keys; then the actions) and the dry run's id, held for
+15 minutes: --commit ID applies all its writes at once, unless a key it read or wrote changed
+since (then nothing is applied: run the snippet again), and queues its actions for approval;
+--discard ID drops it.
+
+--gatekeeper NAME=ACCOUNT (repeatable) puts one of your gatekeeper accounts in env as
+env.NAME, whose methods are the gatekeeper's session methods; ACCOUNT is the account's ID,
+resource URL or gatekeeper name (see 'atelier account list'). Its reads are recorded and its
+changes wait for your approval ('atelier approvals list'). An agent gets its accounts from
+its scope instead.
+
 Example (hello.ts):
   export default async function (env: any) {
     const item = await env.todo.add("from exec");
@@ -45,11 +61,25 @@ Example (hello.ts):
     return await env.todo.list();
   }
 
-  atelier exec hello.ts`,
+  atelier exec hello.ts
+  atelier exec --dry-run hello.ts     # prints the diff and "dry run dr_..."
+  atelier exec --commit dr_...
+  atelier exec --gatekeeper board=https://api.example.com/boards/team pin.js`,
 		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
 			server, workspace := serverFlag(fs), workspaceFlag(fs)
 			timeout := fs.Duration("timeout", 5*time.Second, "time limit of the snippet (at most 1m)")
+			dry := fs.Bool("dry-run", false, "change nothing: print what the snippet would change, held for --commit")
+			commit := fs.String("commit", "", "apply dry run ID")
+			discard := fs.String("discard", "", "drop dry run ID")
+			gatekeepers := &bindingFlag{}
+			fs.Var(gatekeepers, "gatekeeper", "NAME=ACCOUNT: one of your gatekeeper accounts as env.NAME (repeatable)")
 			return func(ctx context.Context, args []string) error {
+				if *commit != "" || *discard != "" {
+					if len(args) != 0 || *dry || *commit != "" && *discard != "" || len(gatekeepers.pairs) > 0 {
+						return usageError{"--commit ID and --discard ID take no file and no other of --dry-run, --commit, --discard, --gatekeeper"}
+					}
+					return settleDryRun(ctx, *server, *workspace, *commit, *discard)
+				}
 				if len(args) != 1 {
 					return usageError{"want one file (or - for standard input)"}
 				}
@@ -62,7 +92,14 @@ Example (hello.ts):
 					return err
 				}
 				defer c.Close()
-				opts := map[string]any{"timeoutMs": timeout.Milliseconds(), "typescript": strings.HasSuffix(args[0], ".ts")}
+				opts := map[string]any{"timeoutMs": timeout.Milliseconds(), "typescript": strings.HasSuffix(args[0], ".ts"), "dryRun": *dry}
+				bound, err := gatekeepers.resolve(ctx, c)
+				if err != nil {
+					return err
+				}
+				if bound != nil {
+					opts["gatekeepers"] = accountIDs(bound)
+				}
 				res, err := await[codeResult](ctx, c, ws.Call(ctx, "executeCode", src, opts))
 				if err != nil {
 					return err
@@ -81,10 +118,41 @@ Example (hello.ts):
 					}
 					return fmt.Errorf("%s: %s", e.Name, e.Message)
 				}
-				return printJSON(std.out, res.Value)
+				if err := printJSON(std.out, res.Value); err != nil || res.DryRun == nil {
+					return err
+				}
+				_, err = io.WriteString(std.out, res.DryRun.Text())
+				return err
 			}
 		},
 	}
+}
+
+// settleDryRun commits dry run commit, or discards dry run discard, in the workspace.
+func settleDryRun(ctx context.Context, server, workspace, commit, discard string) error {
+	c, ws, err := gadgetClient(ctx, server, workspace)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	out := stdio(ctx).out
+	if discard != "" {
+		if _, err := await[any](ctx, c, ws.Call(ctx, "discardDryRun", discard)); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "Discarded dry run %s\n", discard)
+		return nil
+	}
+	res, err := await[kernel.DryRunCommit](ctx, c, ws.Call(ctx, "commitDryRun", commit))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "Committed dry run %s", commit)
+	if len(res.Actions) > 0 {
+		fmt.Fprintf(out, "; actions waiting for approval: %v", res.Actions)
+	}
+	fmt.Fprintln(out)
+	return nil
 }
 
 // readSnippet reads the snippet file, or standard input for "-".

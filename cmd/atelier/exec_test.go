@@ -63,3 +63,42 @@ func TestExecCommand(t *testing.T) {
 	}
 	fails(t, 2, []string{"exec"}, "want one file")
 }
+
+// TestExecDryRun: --dry-run prints the value, the diff and the dry run's id and changes
+// nothing; --commit applies it; --discard drops another; an unknown id is refused.
+func TestExecDryRun(t *testing.T) {
+	isolate(t)
+	t.Setenv("ATELIER_SERVER", startServer(t))
+	t.Setenv("ATELIER_PASSWORD", "correct horse battery staple")
+	ok(t, "login", "--signup", "--username", "ada")
+	ok(t, "workspace", "create", "home")
+	ok(t, "workspace", "use", "home")
+	ok(t, "gadget", "deploy", "todo-list", "../../gadgets/todo-jsgadget/", "--grant", "atelier:host/kv,atelier:host/log,atelier:host/events,atelier:host/bindings")
+	add := `export default async (env) => (await env.todoList.add("maybe")).id`
+	count := `export default async (env) => (await env.todoList.list()).length`
+
+	r := atelier(context.Background(), add, "exec", "--dry-run", "-")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "1\n") || !strings.Contains(r.stdout, `+ todo/0000000001 = {"id":1,"title":"maybe","done":false}`) {
+		t.Fatalf("exec --dry-run: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.err)
+	}
+	_, rest, _ := strings.Cut(r.stdout, "dry run ")
+	id, _, _ := strings.Cut(rest, " ")
+	if r := atelier(context.Background(), count, "exec", "-"); r.stdout != "0\n" {
+		t.Fatalf("after the dry run the list holds %q items", r.stdout)
+	}
+	if out := ok(t, "exec", "--commit", id); !strings.Contains(out, "Committed dry run "+id) {
+		t.Fatalf("exec --commit said %q", out)
+	}
+	if r := atelier(context.Background(), count, "exec", "-"); r.stdout != "1\n" {
+		t.Fatalf("after the commit the list holds %q items", r.stdout)
+	}
+	fails(t, 1, []string{"exec", "--commit", id}, "was committed or discarded")
+
+	r = atelier(context.Background(), add, "exec", "--dry-run", "-")
+	_, rest, _ = strings.Cut(r.stdout, "dry run ")
+	id, _, _ = strings.Cut(rest, " ")
+	if out := ok(t, "exec", "--discard", id); !strings.Contains(out, "Discarded dry run "+id) {
+		t.Fatalf("exec --discard said %q", out)
+	}
+	fails(t, 2, []string{"exec", "--commit", id, "x.js"}, "take no file")
+}

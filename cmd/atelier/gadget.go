@@ -44,10 +44,14 @@ func gadgetCommand() command {
 Examples:
   atelier gadget deploy todo todo.wasm --grant atelier:host/kv,atelier:host/log,atelier:host/events
   atelier gadget call todo add '"buy milk"'
-  atelier gadget logs todo`,
+  atelier gadget logs todo
+  atelier gadget rename todo chores
+  atelier gadget delete chores`,
 		subcommands: []command{
 			gadgetDeployCommand(), gadgetListCommand(), gadgetCallCommand(), gadgetLogsCommand(),
 			gadgetVersionsCommand(), gadgetRollbackCommand(), gadgetClientCommand(),
+			gadgetRenameCommand(), gadgetDeleteCommand(),
+			gadgetBindGatekeeperCommand(), gadgetUnbindGatekeeperCommand(), gadgetGatekeeperBindingsCommand(),
 		},
 	}
 }
@@ -470,9 +474,12 @@ Example:
 					return err
 				}
 				defer c.Close()
-				info, err := await[gadgetInfo](ctx, c, ws.Call(ctx, "gadget", args[0]).Call(ctx, "rollback", version))
+				info, err := capnweb.AwaitAs[gadgetInfo](ctx, ws.Call(ctx, "gadget", args[0]).Call(ctx, "rollback", version))
+				if errorCode(err) == "NOT_FOUND" && strings.Contains(errorMessage(err), "has no version") {
+					return fmt.Errorf("gadget %s has no version %d: run `atelier gadget versions %s` to see the versions it has", args[0], version, args[0])
+				}
 				if err != nil {
-					return err
+					return c.explain(err)
 				}
 				fmt.Fprintf(stdio(ctx).out, "%s is now at version %d.\n", info.Name, info.Current)
 				return nil

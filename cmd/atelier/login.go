@@ -49,6 +49,19 @@ Examples:
 	}
 }
 
+// lockedOut starts the server's refusal of a login while the caller's address must wait.
+const lockedOut = "too many failed attempts"
+
+// lockout returns "too many failed attempts; try again in Ns" from the refusal msg of a
+// password check that the login limits held back, or "" for another refusal.
+func lockout(msg string) string {
+	i := strings.Index(msg, lockedOut)
+	if i < 0 {
+		return ""
+	}
+	return lockedOut + strings.TrimSpace(msg[i+len(lockedOut):])
+}
+
 func login(ctx context.Context, server, username string, signup bool) error {
 	url, err := serverURL(server)
 	if err != nil {
@@ -77,6 +90,11 @@ func login(ctx context.Context, server, username string, signup bool) error {
 	switch code := errorCode(err); {
 	case err == nil:
 	case code == "UNAUTHORIZED" && !signup:
+		if wait := lockout(errorMessage(err)); wait != "" {
+			// Said whatever the password was (docs/security.md, "Login limits").
+			return fmt.Errorf("%s\nRepeated wrong passwords for %s from this address hold its logins back (the password was not checked): wait, then run the command again",
+				wait, username)
+		}
 		return fmt.Errorf("wrong username or password for %s (no account yet? add --signup)", url)
 	case code == "CONFLICT":
 		return fmt.Errorf("the username %q is taken on %s: pick another one, or log in without --signup", username, url)
@@ -122,8 +140,8 @@ func login(ctx context.Context, server, username string, signup bool) error {
 func askCredentials(ctx context.Context, username string, confirm bool) (string, string, error) {
 	std := stdio(ctx)
 	in := bufio.NewReader(std.in)
-	tty, isTTY := std.in.(*os.File)
-	isTTY = isTTY && term.IsTerminal(int(tty.Fd()))
+	tty := terminal(std)
+	isTTY := tty != nil
 	var err error
 	if username == "" {
 		if isTTY {
@@ -139,27 +157,36 @@ func askCredentials(ctx context.Context, username string, confirm bool) (string,
 	if pw := os.Getenv("ATELIER_PASSWORD"); pw != "" {
 		return username, pw, nil
 	}
-	if !isTTY {
+	pw, err := askPassword(std, in, "Password: ", confirm, "type it at a terminal, pipe it in, or set ATELIER_PASSWORD")
+	return username, pw, err
+}
+
+// askPassword reads a password: on a terminal by a prompt that does not echo (label; asked
+// twice when confirm), else as the next line of in. hint says how else to give one when
+// standard input holds none.
+func askPassword(std streams, in *bufio.Reader, label string, confirm bool, hint string) (string, error) {
+	tty, isTTY := std.in.(*os.File)
+	if !isTTY || !term.IsTerminal(int(tty.Fd())) {
 		pw, err := readLine(in)
 		if err != nil || pw == "" {
-			return "", "", fmt.Errorf("no password on standard input: type it at a terminal, pipe it in, or set ATELIER_PASSWORD")
+			return "", fmt.Errorf("no password on standard input: %s", hint)
 		}
-		return username, pw, nil
+		return pw, nil
 	}
-	pw, err := readPassword(std.err, tty, "Password: ")
+	pw, err := readPassword(std.err, tty, label)
 	if err != nil {
-		return "", "", err
+		return "", err
 	}
 	if confirm {
 		again, err := readPassword(std.err, tty, "Repeat the password: ")
 		if err != nil {
-			return "", "", err
+			return "", err
 		}
 		if again != pw {
-			return "", "", errors.New("the two passwords differ; run the command again")
+			return "", errors.New("the two passwords differ; run the command again")
 		}
 	}
-	return username, pw, nil
+	return pw, nil
 }
 
 // readPassword asks for a password on the terminal f without echoing it.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"atelier/host/gatekeeper/mcpgk"
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -19,12 +20,15 @@ import (
 	"time"
 
 	"atelier/capnweb"
+	"atelier/host/agent"
+	"atelier/host/agent/provider"
 	"atelier/host/capability/outboundhttp"
 	"atelier/host/cluster"
 	"atelier/host/gatekeeper"
 	"atelier/host/gatekeeper/extism"
 	"atelier/host/gateway"
 	"atelier/host/kernel"
+	"atelier/host/metrics"
 	"atelier/host/quota"
 	"atelier/host/runtime"
 	"atelier/host/store"
@@ -81,6 +85,8 @@ Examples:
 			fs.IntVar(&o.hashLimit, "hash-limit", 0, "password hashes run at once, 64 MiB each (default: from the CPUs and the available memory); more logins wait up to 2s, then get UNAVAILABLE")
 			fs.IntVar(&o.signupBurst, "signup-burst", 10, "signups one address may make at once")
 			fs.DurationVar(&o.signupEvery, "signup-every", 6*time.Minute, "then one more signup per address this often")
+			fs.Float64Var(&o.hookRate, "hook-rate", 10, "webhook requests per second each hook takes at POST /hooks/ID (more are answered 429)")
+			fs.IntVar(&o.hookBurst, "hook-burst", 20, "webhook requests each hook takes at once before --hook-rate applies")
 			fs.StringVar(&o.trustedProxy.Header, "trusted-proxy-header", "", "behind a reverse proxy: the header holding the client's address (e.g. X-Forwarded-For), trusted from --trusted-proxies only (default: none, the connection's address counts)")
 			fs.Func("trusted-proxies", "comma-separated addresses or CIDR prefixes of the reverse proxies whose --trusted-proxy-header counts (default: loopback)", func(v string) error {
 				for _, p := range strings.Split(v, ",") {
@@ -94,6 +100,24 @@ Examples:
 			})
 			fs.Uint64Var(&o.retention.Audit, "keep-audit", store.DefaultAuditRetention, "audit lines kept per workspace (older ones are deleted)")
 			fs.Uint64Var(&o.retention.Actions, "keep-actions", store.DefaultActionsRetention, "gatekeeper action-log entries kept per workspace, besides pending actions")
+			fs.Func("gatekeeper-allow-addr", "comma-separated loopback or private IP:PORT addresses gatekeepers, MCP servers of the built-in MCP gatekeeper and OAuth token exchanges may reach, e.g. a service on your own network (repeatable; default: public addresses only)", func(v string) error {
+				return allowAddrs(&o.gatekeeperAllowAddrs, v)
+			})
+			fs.Func("model-allow-addr", "comma-separated loopback or private IP:PORT addresses the agent may reach model endpoints at, e.g. 127.0.0.1:11434 for Ollama (repeatable; default: public addresses only)", o.modelAllowFlag)
+			fs.Func("mcp-stdio", "install an MCP server users may connect as stdio:NAME: NAME=COMMAND, the command line split at spaces, run on this host over stdio (repeatable)", func(v string) error {
+				name, argv, err := mcpgk.ParseStdio(v)
+				if err != nil {
+					return err
+				}
+				if o.mcpStdio == nil {
+					o.mcpStdio = map[string][]string{}
+				}
+				if _, dup := o.mcpStdio[name]; dup {
+					return fmt.Errorf("MCP server %q is given twice", name)
+				}
+				o.mcpStdio[name] = argv
+				return nil
+			})
 			fs.StringVar(&o.vaultKey, "vault-key", "", "the key file that seals gatekeeper credentials (default: DATA.key; every node of a cluster needs a copy of the same one)")
 			fs.BoolVar(&o.cluster.on, "cluster", false, "run as one node of a cluster (the flags below)")
 			fs.StringVar(&o.cluster.cfg.Name, "node", "", "cluster: this node's unique, stable name")
@@ -137,10 +161,15 @@ type serveOptions struct {
 	gadgetIdle, workspaceIdle time.Duration
 	noSignup, metricsPublic   bool
 	hashLimit, signupBurst    int
+	hookRate                  float64
+	hookBurst                 int
 	signupEvery               time.Duration
 	trustedProxy              gateway.TrustedProxy
 	retention                 store.Retention
 	quotas                    quota.Limits
+	modelAllowAddrs           []string
+	gatekeeperAllowAddrs      []string
+	mcpStdio                  map[string][]string
 	cluster                   clusterOptions
 }
 
@@ -156,6 +185,21 @@ func (o *serveOptions) quotaFlag(s string) error {
 		return err
 	}
 	q.Set(&o.quotas, v)
+	return nil
+}
+
+// modelAllowFlag adds the addresses of a --model-allow-addr flag, each an IP:PORT.
+func (o *serveOptions) modelAllowFlag(v string) error { return allowAddrs(&o.modelAllowAddrs, v) }
+
+// allowAddrs adds the comma-separated IP:PORT addresses of v to list.
+func allowAddrs(list *[]string, v string) error {
+	for _, a := range commaList(v) {
+		ap, err := netip.ParseAddrPort(a)
+		if err != nil || ap.Port() == 0 {
+			return fmt.Errorf("%q is not an IP:PORT address such as 127.0.0.1:11434 or [::1]:8080", a)
+		}
+		*list = append(*list, ap.String())
+	}
 	return nil
 }
 
@@ -207,15 +251,23 @@ func serve(ctx context.Context, o serveOptions) error {
 		return fmt.Errorf("start runtime: %w", err)
 	}
 	defer rt.Close()
-	gkRuntime, extismEngine, err := gatekeeperEngines(o.cacheDir, logger)
+	gkEgress := outboundhttp.Options{AllowAddrs: o.gatekeeperAllowAddrs}
+	gkRuntime, extismEngine, err := gatekeeperEngines(o.cacheDir, gkEgress, logger)
 	if err != nil {
 		return err
 	}
 	defer gkRuntime.Close()
 	defer extismEngine.Close()
-	k := kernel.New(kernel.Config{Runtime: rt, Store: db, Limits: o.limits, Logger: logger, Version: versionString(),
+	agentHTTP, err := provider.NewHTTPClient(provider.EgressOptions{AllowAddrs: o.modelAllowAddrs})
+	if err != nil {
+		return err
+	}
+	reg := metrics.NewRegistry() // what /metrics serves: the kernel's, the gateway's, go_* and process_*
+	k := kernel.New(kernel.Config{Runtime: rt, Store: db, Metrics: reg, Limits: o.limits, Logger: logger, Version: versionString(),
 		SignupsDisabled: o.noSignup, HashLimit: o.hashLimit, SignupBurst: o.signupBurst, SignupEvery: o.signupEvery, GadgetIdle: o.gadgetIdle, WorkspaceIdle: o.workspaceIdle, Quotas: o.quotas,
-		GatekeeperRuntime: gkRuntime, Extism: extismEngine, KeyFile: cmp.Or(o.vaultKey, o.data+".key"), Cluster: clusterOf(member)})
+		GatekeeperRuntime: gkRuntime, Extism: extismEngine, KeyFile: cmp.Or(o.vaultKey, o.data+".key"), Cluster: clusterOf(member),
+		ModelAllowAddrs: o.modelAllowAddrs, MCP: mcpgk.Config{AllowAddrs: o.gatekeeperAllowAddrs, Stdio: o.mcpStdio}, Agent: agent.New(agent.Config{HTTP: agentHTTP}),
+		PublicURL: publicURLString(o.publicURL), OAuthEgress: gkEgress, HookRate: o.hookRate, HookBurst: o.hookBurst})
 	defer k.Close()
 	if member != nil {
 		member.Store().OnRevoke(k.NoteRevocation)
@@ -241,7 +293,8 @@ func serve(ctx context.Context, o serveOptions) error {
 	if hosts.Unconfigured() {
 		logger.Warn("listening on every interface but answering only localhost, 127.0.0.1 and [::1]: pass --public-url or --allowed-host with the names clients use", "addr", ln.Addr())
 	}
-	gw := gateway.New(gateway.Config{Kernel: k, Logger: logger, MetricsPublic: o.metricsPublic, Hosts: hosts, TrustedProxy: o.trustedProxy})
+	k.SetHookBase("http://" + ln.Addr().String()) // hooks' URLs without --public-url
+	gw := gateway.New(gateway.Config{Kernel: k, Metrics: reg, Logger: logger, MetricsPublic: o.metricsPublic, Hosts: hosts, TrustedProxy: o.trustedProxy})
 	srv := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(std.out, "%s\nserving http://%s (Cap'n Web: ws://%s/api, batch: http://%s/api/batch)\ndata: %s\n",
 		versionString(), ln.Addr(), ln.Addr(), ln.Addr(), o.data)
@@ -290,14 +343,14 @@ func serve(ctx context.Context, o serveOptions) error {
 
 // gatekeeperEngines starts what runs gatekeepers: a runtime of their own (so that their
 // capabilities, outbound HTTP and approvals, are never offered to gadgets) and the Extism engine
-// for packages of that format. Both use the default egress rules: no private or loopback
-// addresses, no redirects, bounded bodies.
-func gatekeeperEngines(cacheDir string, logger *slog.Logger) (*runtime.Runtime, *extism.Engine, error) {
-	rt, err := gatekeeperRuntime(cacheDir, logger)
+// for packages of that format. Both use the egress rules of egress: no private or loopback
+// addresses but its AllowAddrs, no redirects, bounded bodies.
+func gatekeeperEngines(cacheDir string, egress outboundhttp.Options, logger *slog.Logger) (*runtime.Runtime, *extism.Engine, error) {
+	rt, err := gatekeeperRuntime(cacheDir, egress, logger)
 	if err != nil {
 		return nil, nil, err
 	}
-	eng, err := extism.New(extism.Options{})
+	eng, err := extism.New(extism.Options{Egress: egress})
 	if err != nil {
 		rt.Close()
 		return nil, nil, fmt.Errorf("start extism engine: %w", err)
@@ -305,10 +358,10 @@ func gatekeeperEngines(cacheDir string, logger *slog.Logger) (*runtime.Runtime, 
 	return rt, eng, nil
 }
 
-// gatekeeperRuntime starts the runtime of gatekeeper components, with the default egress
-// rules.
-func gatekeeperRuntime(cacheDir string, logger *slog.Logger) (*runtime.Runtime, error) {
-	ifaces, err := gatekeeper.Interfaces(outboundhttp.Options{})
+// gatekeeperRuntime starts the runtime of gatekeeper components, with the egress rules of
+// egress.
+func gatekeeperRuntime(cacheDir string, egress outboundhttp.Options, logger *slog.Logger) (*runtime.Runtime, error) {
+	ifaces, err := gatekeeper.Interfaces(egress)
 	if err != nil {
 		return nil, fmt.Errorf("start gatekeeper runtime: %w", err)
 	}
@@ -384,4 +437,13 @@ func readOrCreateSecret(path string) (string, error) {
 		return "", fmt.Errorf("the cluster secret in %s is shorter than 16 characters", path)
 	}
 	return secret, nil
+}
+
+// publicURLString is u without a trailing slash ("" for nil): the kernel's PublicURL, the
+// base of the OAuth redirect_uri.
+func publicURLString(u *url.URL) string {
+	if u == nil {
+		return ""
+	}
+	return strings.TrimSuffix(u.String(), "/")
 }

@@ -29,15 +29,21 @@ func nameOf(ws []workspaceInfo, id string) string {
 func workspaceCommand() command {
 	return command{
 		name:    "workspace",
-		summary: "list, create and choose workspaces on a server",
+		summary: "list, create, choose, rename, join and delete workspaces on a server",
 		details: `A workspace holds gadgets and is the unit of sharing. The gadget commands work in the
 current workspace, which 'atelier workspace use' (or 'create') sets, remembered per server.
 
 Examples:
   atelier workspace create home
   atelier workspace list
-  atelier workspace use ws_3k2x...`,
-		subcommands: []command{workspaceListCommand(), workspaceCreateCommand(), workspaceUseCommand()},
+  atelier workspace use ws_3k2x...
+  atelier workspace rename home house
+  atelier workspace join 'http://127.0.0.1:8787/#/join/ws_3k2x.../atl_...'
+  atelier workspace delete --yes house`,
+		subcommands: []command{
+			workspaceListCommand(), workspaceCreateCommand(), workspaceUseCommand(),
+			workspaceRenameCommand(), workspaceDeleteCommand(), workspaceJoinCommand(),
+		},
 	}
 }
 
@@ -153,20 +159,28 @@ Example:
 
 // pickWorkspace finds the workspace whose ID is key, else the only one named key.
 func pickWorkspace(ws []workspaceInfo, key string) (workspaceInfo, error) {
-	var named []workspaceInfo
-	for _, w := range ws {
-		if w.ID == key {
-			return w, nil
+	return pickByIDOrName(ws, key, "workspace", "atelier workspace list",
+		func(w workspaceInfo) string { return w.ID }, func(w workspaceInfo) string { return w.Name })
+}
+
+// pickByIDOrName finds the item whose ID is key, else the only one whose name is key. what
+// names the kind of item in errors ("workspace") and list the command that lists them.
+func pickByIDOrName[T any](items []T, key, what, list string, id, name func(T) string) (T, error) {
+	var named []T
+	for _, it := range items {
+		if id(it) == key {
+			return it, nil
 		}
-		if w.Name == key {
-			named = append(named, w)
+		if name(it) == key {
+			named = append(named, it)
 		}
 	}
+	var zero T
 	switch len(named) {
 	case 1:
 		return named[0], nil
 	case 0:
-		return workspaceInfo{}, fmt.Errorf("you have no workspace with the ID or name %q: see `atelier workspace list`", key)
+		return zero, fmt.Errorf("you have no %s with the ID or name %q: see `%s`", what, key, list)
 	}
-	return workspaceInfo{}, fmt.Errorf("%d of your workspaces are named %q: pass the ID instead (see `atelier workspace list`)", len(named), key)
+	return zero, fmt.Errorf("%d of your %ss are named %q: pass the ID instead (see `%s`)", len(named), what, key, list)
 }

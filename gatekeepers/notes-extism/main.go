@@ -15,6 +15,7 @@ package main
 import (
 	"atelier/gatekeepers/notes-go/notes"
 	"atelier/sdk/go/extism/gatekeeper"
+	_ "atelier/sdk/go/extism/gatekeeper/hooks" // exports the hook functions
 	"atelier/sdk/go/extism/host"
 )
 

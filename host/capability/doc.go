@@ -8,4 +8,5 @@
 //   - clock:  atelier:host/clock, the host's wall clock
 //   - kv:     atelier:host/kv, the gadget's key-value state behind kv.Store
 //   - events: atelier:host/events, JSON events behind events.Publisher
+//   - hooks:  atelier:host/hooks, a gadget's hooks behind hooks.Registry
 package capability

@@ -231,12 +231,22 @@ func (s *Store) apply(seq uint64, e entry) result {
 		return result{err: db.DeleteGatekeeper(ctx, e.ID)}
 	case opPutAccount:
 		return result{err: db.PutAccount(ctx, *e.Account)}
+	case opUpdateAccount:
+		return result{err: db.UpdateAccount(ctx, *e.Account)}
+	case opUpdateGatekeeper:
+		return result{err: db.UpdateGatekeeper(ctx, *e.Gatekeeper)}
 	case opDeleteAccount:
 		return result{err: db.DeleteAccount(ctx, e.ID)}
 	case opUpdateAccountState:
 		return result{err: db.UpdateAccountState(ctx, e.ID, e.StateOps, e.Quota)}
 	case opPutQuotas:
 		return result{err: db.PutQuotas(ctx, *e.Quotas)}
+	case opPutModel:
+		return result{err: db.PutModel(ctx, *e.Model)}
+	case opDeleteModel:
+		return result{err: db.DeleteModel(ctx, e.ID)}
+	case opPutInstructions:
+		return result{err: db.PutAgentInstructions(ctx, *e.Instructions)}
 	case opRetention:
 		// Between entries no commit of the replica is in flight.
 		db.SetRetention(*e.Retention)
@@ -287,9 +297,7 @@ func (s *Store) applyCommit(e entry) func() result {
 		if w == nil {
 			why = fmt.Errorf("workspace %s: %w", e.WS, store.ErrNotFound) // deleted (as store.Bolt says)
 		}
-		for i := range errs {
-			errs[i] = fmt.Errorf("commit to workspace %s: %w", e.WS, why)
-		}
+		refuseAll(e, errs, why)
 		return func() result { return result{commits: errs} }
 	}
 	// Blobs are read until they arrive, so a failure means the store is closing: the entry
@@ -301,9 +309,7 @@ func (s *Store) applyCommit(e entry) func() result {
 			if m.Kind == store.MutPutCode && m.Blob != "" {
 				code, err := s.blobs.get(s.ctx, m.Blob)
 				if err != nil {
-					for k := range errs {
-						errs[k] = fmt.Errorf("commit to workspace %s: %w", e.WS, err)
-					}
+					refuseAll(e, errs, err)
 					return func() result { return result{commits: errs} }
 				}
 				m.Value = code
@@ -330,6 +336,21 @@ func (s *Store) applyCommit(e entry) func() result {
 		return func() result { return wait }
 	}
 	return func() result { return s.waitCommits(pending, errs) }
+}
+
+// refuseAll fails every commit of e with why, except that a chain's commits after its first
+// fail with store.ErrChainBroken, as they do when the replica applies them.
+func refuseAll(e entry, errs []error, why error) {
+	failed := map[uint64]error{}
+	for i, c := range e.Commits {
+		err := fmt.Errorf("commit to workspace %s: %w", e.WS, why)
+		if first := failed[c.Chain]; c.Chain != 0 && first != nil {
+			err = fmt.Errorf("commit to workspace %s: %w: %w", e.WS, store.ErrChainBroken, first)
+		} else if c.Chain != 0 {
+			failed[c.Chain] = err
+		}
+		errs[i] = err
+	}
 }
 
 // waitCommits waits for the submitted commits and returns their results.

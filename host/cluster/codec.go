@@ -124,7 +124,8 @@ func encodeCommit(e entry) ([]byte, error) {
 
 // binaryTag returns the tag m is encoded with: tagJSON unless a binary tag holds all of m.
 func binaryTag(m mutation) byte {
-	if m.Blob != "" || m.Record != nil || m.Workspace != nil || m.Action != nil || m.Rule != nil || m.Schedule != nil ||
+	if m.Blob != "" || m.Record != nil || m.Workspace != nil || m.Action != nil || m.Rule != nil || m.Schedule != nil || m.Hook != nil ||
+		m.Chat != nil || m.Message != nil || m.Draft != nil ||
 		emptyNotNil(m.Key) || emptyNotNil(m.Value) {
 		return tagJSON
 	}

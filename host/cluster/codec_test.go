@@ -43,9 +43,20 @@ func TestEntryRoundTrip(t *testing.T) {
 		{Chain: 1<<64 - 1, Muts: []mutation{
 			{Mutation: store.PutGadget(store.Gadget{ID: "g", Name: "counter"})},
 			{Mutation: store.DeleteGadget("g")},
-			{Mutation: store.PutWorkspace(store.Workspace{ID: "ws-1", Name: "w", Created: now})},
+			{Mutation: store.PutWorkspace(store.Workspace{ID: "ws-1", Name: "w", Created: now,
+				Collaborators:        []store.Collaborator{{UserID: "u2", Role: store.RoleUse, Observers: map[string]string{"notes.work": "acct_2"}}},
+				ObserverRequirements: map[store.Role][]string{store.RoleUse: {"notes.work"}}})},
 			{Mutation: store.Mutation{Kind: store.MutPutCode}, Blob: "sha"},
 			{Mutation: store.DeleteWorkspace()},
+		}},
+		{Chain: 3, Muts: []mutation{
+			{Mutation: store.PutChat(store.Chat{ID: "ch_1", Title: "t", Creator: "u1", Created: now, Updated: now, LastMessage: 2,
+				Requests: []store.ChatRequest{{ID: "cr_1", User: "u1", Gatekeeper: "mail", Binding: "mail", Created: now}}, Gatekeepers: map[string]string{"mail": "acct_1"}})},
+			{Mutation: store.PutChatMessage(store.ChatMessage{Chat: "ch_1", ID: 2, Data: []byte(`{"id":2,"text":"hi"}`)})},
+			{Mutation: store.PutDraft(store.Draft{Chat: "ch_1", Updated: now, Gadgets: []store.DraftGadget{{Gadget: "g", Name: "todo", Base: 3,
+				Files: []store.DraftFile{{Name: "server.js", Content: "new"}}}}})},
+			{Mutation: store.DeleteDraft("ch_1")},
+			{Mutation: store.DeleteChat("ch_1")},
 		}},
 		{Chain: 2, Muts: []mutation{}},
 	}}
@@ -58,6 +69,10 @@ func TestEntryRoundTrip(t *testing.T) {
 		{Op: opDeleteToken, ID: "hash"},
 		{Op: opRetention, Retention: &store.Retention{}},
 		{Op: opBlobEntry, Blob: "sha"},
+		{Op: opPutModel, Model: &store.Model{ID: "mdl_1", Owner: "u1", Name: "gpt", Provider: "openai",
+			BaseURL: "https://api.openai.com/v1", Model: "gpt-4o", ContextWindow: 128000, SealedKey: []byte{0, 1, 255}, Created: now}},
+		{Op: opDeleteModel, ID: "mdl_1"},
+		{Op: opPutInstructions, Instructions: new(string)},
 	}
 	for _, e := range entries {
 		data, err := encodeEntry(e)
@@ -89,14 +104,16 @@ func TestDecodeMalformed(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad := map[string][]byte{
-		"empty":           {},
-		"unknown format":  {0x7f},
-		"commit in JSON":  []byte(`{"op":"commit","ws":"ws-1"}`),
-		"op without data": []byte(`{"op":"putUser"}`),
-		"unknown op":      []byte(`{"op":"nope"}`),
-		"trailing bytes":  append(append([]byte(nil), good...), 0),
-		"bad workspace":   encodeRaw(func(w *encoder) { w.string("ws.*"); w.uint(1); w.uint(0) }),
-		"huge count":      encodeRaw(func(w *encoder) { w.string("ws"); w.uint(1); w.uint(1 << 62) }),
+		"empty":                     {},
+		"unknown format":            {0x7f},
+		"commit in JSON":            []byte(`{"op":"commit","ws":"ws-1"}`),
+		"op without data":           []byte(`{"op":"putUser"}`),
+		"model without data":        []byte(`{"op":"putModel","id":"mdl_1"}`),
+		"instructions without data": []byte(`{"op":"putAgentInstructions"}`),
+		"unknown op":                []byte(`{"op":"nope"}`),
+		"trailing bytes":            append(append([]byte(nil), good...), 0),
+		"bad workspace":             encodeRaw(func(w *encoder) { w.string("ws.*"); w.uint(1); w.uint(0) }),
+		"huge count":                encodeRaw(func(w *encoder) { w.string("ws"); w.uint(1); w.uint(1 << 62) }),
 		"huge length": encodeRaw(func(w *encoder) {
 			w.string("ws")
 			w.uint(1)

@@ -44,10 +44,15 @@ const (
 	opPutGatekeeper      = "putGatekeeper"
 	opDeleteGatekeeper   = "deleteGatekeeper"
 	opPutAccount         = "putAccount"
+	opUpdateAccount      = "updateAccount"
+	opUpdateGatekeeper   = "updateGatekeeper"
 	opDeleteAccount      = "deleteAccount"
 	opUpdateAccountState = "updateAccountState"
 	opRetention          = "retention"
 	opPutQuotas          = "putQuotas"
+	opPutModel           = "putModel"
+	opDeleteModel        = "deleteModel"
+	opPutInstructions    = "putAgentInstructions"
 	opEpoch              = "epoch"
 	opCommit             = "commit"
 	opBlobEntry          = "blobEntry"
@@ -65,8 +70,9 @@ type entry struct {
 	Blueprint  *store.Blueprint         `json:"blueprint,omitempty"`
 	Gatekeeper *store.GatekeeperRecord  `json:"gatekeeper,omitempty"`
 	Account    *store.GatekeeperAccount `json:"account,omitempty"`
-	// ID names the record a deletion removes (a token's hash, an agent, gatekeeper or
-	// account id) or the account whose state changes.
+	Model      *store.Model             `json:"model,omitempty"`
+	// ID names the record a deletion removes (a token's hash, an agent, gatekeeper, account
+	// or model id) or the account whose state changes.
 	ID       string          `json:"id,omitempty"`
 	StateOps []store.StateOp `json:"stateOps,omitempty"`
 	Quota    int64           `json:"quota,omitempty"`
@@ -74,6 +80,9 @@ type entry struct {
 	Retention *store.Retention `json:"retention,omitempty"`
 	// Quotas: the quotas the admin set (opPutQuotas).
 	Quotas *quota.Limits `json:"quotas,omitempty"`
+	// Instructions: the admin's instructions for every agent (opPutInstructions; "" removes
+	// them).
+	Instructions *string `json:"instructions,omitempty"`
 	// Blob is the SHA-256 of the bytes in the blob store that go with the entry: a blueprint's
 	// code, a gatekeeper's archive, or (opBlobEntry) the entry itself.
 	Blob string `json:"blob,omitempty"`
@@ -113,7 +122,7 @@ func (e entry) complete() bool {
 		return e.User != nil
 	case opPutToken:
 		return e.Token != nil
-	case opDeleteToken, opDeleteAgent, opDeleteGatekeeper, opDeleteAccount, opUpdateAccountState:
+	case opDeleteToken, opDeleteAgent, opDeleteGatekeeper, opDeleteAccount, opUpdateAccountState, opDeleteModel:
 		return true
 	case opCreateWorkspace:
 		return e.Workspace != nil
@@ -121,12 +130,18 @@ func (e entry) complete() bool {
 		return e.Blueprint != nil && e.Blob != ""
 	case opPutGatekeeper:
 		return e.Gatekeeper != nil && e.Blob != ""
-	case opPutAccount:
+	case opPutAccount, opUpdateAccount:
 		return e.Account != nil
+	case opUpdateGatekeeper:
+		return e.Gatekeeper != nil
 	case opRetention:
 		return e.Retention != nil
 	case opPutQuotas:
 		return e.Quotas != nil
+	case opPutModel:
+		return e.Model != nil
+	case opPutInstructions:
+		return e.Instructions != nil
 	case opEpoch, opCommit:
 		return validWorkspaceID(e.WS)
 	case opBlobEntry:

@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"atelier/capnweb"
-	"atelier/host/metrics"
 	"atelier/host/store"
 )
 
@@ -86,6 +87,9 @@ func (m *Member) Dial(ctx context.Context, node store.NodeID, tokenHash string) 
 	return m.router.Dial(ctx, node, Hello{From: m.Self(), TokenHash: tokenHash})
 }
 
+// LeaseTTL implements kernel.Cluster.
+func (m *Member) LeaseTTL() time.Duration { return m.node.cfg.LeaseTTL }
+
 // Status is what `atelier cluster status` shows.
 type Status struct {
 	Self  store.NodeID `json:"self"`
@@ -123,6 +127,16 @@ func (m *Member) Status(ctx context.Context) (any, error) {
 	}
 	if st.Workspaces, err = m.leases.Held(ctx); err != nil {
 		st.Problems = append(st.Problems, err.Error())
+	} else {
+		// The records' counts are as old as their last heartbeat: count the table read now,
+		// so that the two never disagree.
+		held := map[store.NodeID]int{}
+		for _, node := range st.Workspaces {
+			held[node]++
+		}
+		for i := range st.Nodes {
+			st.Nodes[i].Leases = held[st.Nodes[i].Name]
+		}
 	}
 	if st.Log, err = m.store.LogInfo(ctx); err != nil {
 		st.Problems = append(st.Problems, err.Error())
@@ -136,33 +150,52 @@ func (m *Member) Status(ctx context.Context) (any, error) {
 // Compact implements kernel.Cluster (Store.Compact).
 func (m *Member) Compact(ctx context.Context) (any, error) { return m.store.Compact(ctx) }
 
-// WriteMetrics implements kernel.Cluster: this node's view of the cluster as Prometheus
-// gauges.
-func (m *Member) WriteMetrics(t *metrics.TextWriter) {
-	gauge := func(name, help string, v float64) {
-		t.Family(name, metrics.Gauge, help)
-		t.Sample(name, nil, v)
+// The gauges of this node's view of the cluster (Member's prometheus.Collector).
+var (
+	appliedDesc  = gaugeDesc("atelier_cluster_applied_sequence", "The last log entry this node's replica applied.")
+	lagDesc      = gaugeDesc("atelier_cluster_replica_lag", "Log entries this node's replica has not applied yet.")
+	entriesDesc  = gaugeDesc("atelier_cluster_log_entries", "Entries the replicated log holds (compaction purges those before the snapshot before the newest).")
+	logBytesDesc = gaugeDesc("atelier_cluster_log_bytes", "Bytes the replicated log holds, per replica.")
+	snapshotDesc = gaugeDesc("atelier_cluster_snapshot_sequence", "The log entry the newest snapshot holds (0: none yet).")
+	leasesDesc   = gaugeDesc("atelier_cluster_leases_held", "Workspaces this node runs (leases it holds).")
+	nodesDesc    = gaugeDesc("atelier_cluster_nodes_live", "Nodes whose membership record is live.")
+	drainingDesc = gaugeDesc("atelier_cluster_draining", "1 while this node hands its workspaces over.")
+	peersDesc    = gaugeDesc("atelier_cluster_peer_sessions", "Cap'n Web sessions with other nodes, both directions.")
+)
+
+func gaugeDesc(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, help, nil, nil) }
+
+// Describe implements prometheus.Collector (kernel.Cluster).
+func (m *Member) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{appliedDesc, lagDesc, entriesDesc, logBytesDesc, snapshotDesc, leasesDesc, nodesDesc, drainingDesc, peersDesc} {
+		ch <- d
 	}
+}
+
+// Collect implements prometheus.Collector (kernel.Cluster): this node's view of the
+// cluster as gauges. Those the store or the leases cannot give within a second are left out.
+func (m *Member) Collect(ch chan<- prometheus.Metric) {
+	gauge := func(d *prometheus.Desc, v float64) { ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v) }
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	gauge("atelier_cluster_applied_sequence", "The last log entry this node's replica applied.", float64(m.store.Applied()))
+	gauge(appliedDesc, float64(m.store.Applied()))
 	if li, err := m.store.LogInfo(ctx); err == nil {
-		gauge("atelier_cluster_replica_lag", "Log entries this node's replica has not applied yet.", float64(li.Lag))
-		gauge("atelier_cluster_log_entries", "Entries the replicated log holds (compaction purges those before the snapshot before the newest).", float64(li.Entries))
-		gauge("atelier_cluster_log_bytes", "Bytes the replicated log holds, per replica.", float64(li.Bytes))
-		gauge("atelier_cluster_snapshot_sequence", "The log entry the newest snapshot holds (0: none yet).", float64(li.Snapshot))
+		gauge(lagDesc, float64(li.Lag))
+		gauge(entriesDesc, float64(li.Entries))
+		gauge(logBytesDesc, float64(li.Bytes))
+		gauge(snapshotDesc, float64(li.Snapshot))
 	}
-	gauge("atelier_cluster_leases_held", "Workspaces this node runs (leases it holds).", float64(m.leases.HeldHere()))
+	gauge(leasesDesc, float64(m.leases.HeldHere()))
 	if nodes, err := m.leases.Nodes(ctx); err == nil {
-		gauge("atelier_cluster_nodes_live", "Nodes whose membership record is live.", float64(len(nodes)))
+		gauge(nodesDesc, float64(len(nodes)))
 	}
 	draining := 0.0
 	if m.Draining() {
 		draining = 1
 	}
-	gauge("atelier_cluster_draining", "1 while this node hands its workspaces over.", draining)
+	gauge(drainingDesc, draining)
 	if m.router != nil {
-		gauge("atelier_cluster_peer_sessions", "Cap'n Web sessions with other nodes, both directions.", float64(m.router.Sessions()))
+		gauge(peersDesc, float64(m.router.Sessions()))
 	}
 }
 

@@ -148,8 +148,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			log.Info("waiting for the NATS server to start (it may be recovering its JetStream files)", "waited", waited)
 		}
 	}
+	// In process, the only wait is for the server's greeting, which a loaded machine can
+	// stretch past the client's 2 s default.
 	nc, err := nats.Connect("", nats.InProcessServer(srv), nats.Name("atelier-"+cfg.Name), nats.MaxReconnects(-1),
-		nats.UserInfo(routeUser, cfg.Secret))
+		nats.UserInfo(routeUser, cfg.Secret), nats.Timeout(inProcessTimeout))
 	if err != nil {
 		srv.Shutdown()
 		return nil, fmt.Errorf("start cluster node %s: connect in-process: %w", cfg.Name, err)
@@ -257,6 +259,9 @@ func splitHostPort(addr string) (string, int, error) {
 	}
 	return host, port, nil
 }
+
+// inProcessTimeout bounds the in-process connection's handshake with the node's own server.
+const inProcessTimeout = 30 * time.Second
 
 // waitJetStream waits until JetStream answers account requests (a clustered JetStream needs
 // its meta group to have elected a leader first).

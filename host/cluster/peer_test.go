@@ -152,7 +152,7 @@ func TestPeerSessions(t *testing.T) {
 	ctx := context.Background()
 	big := capnweb.Limits{MaxMessageSize: 48 << 20}
 
-	t.Run("calls, callbacks and 20 MiB", func(t *testing.T) {
+	t.Run("calls, callbacks and a large message", func(t *testing.T) {
 		pt := startRouters(t, nodes, big)
 		s := dial(t, pt.routers[0], "n2", "tok")
 		a := pt.nextServed(t)
@@ -172,11 +172,11 @@ func TestPeerSessions(t *testing.T) {
 		if err != nil || v != 42.0 {
 			t.Fatalf("callMeBack = %v, %v", v, err)
 		}
-		blob := make([]byte, 20<<20)
+		blob := make([]byte, bigEcho)
 		rand.Read(blob)
 		got, err := capnweb.AwaitAs[[]byte](ctx, main.Call(ctx, "echo", blob))
 		if err != nil || !bytes.Equal(got, blob) {
-			t.Fatalf("echo of 20 MiB: %d bytes, equal %v, %v", len(got), bytes.Equal(got, blob), err)
+			t.Fatalf("echo of %d bytes: %d bytes, equal %v, %v", len(blob), len(got), bytes.Equal(got, blob), err)
 		}
 		if a, b := pt.routers[0].Sessions(), pt.routers[1].Sessions(); a != 1 || b != 1 {
 			t.Fatalf("sessions n1=%d n2=%d, want 1 each", a, b)

@@ -563,6 +563,16 @@ func (s *Store) PutAccount(ctx context.Context, a store.GatekeeperAccount) error
 	return s.writeErr(ctx, entry{Op: opPutAccount, Account: &a})
 }
 
+// UpdateAccount implements store.Store.
+func (s *Store) UpdateAccount(ctx context.Context, a store.GatekeeperAccount) error {
+	return s.writeErr(ctx, entry{Op: opUpdateAccount, Account: &a})
+}
+
+// UpdateGatekeeper implements store.Store.
+func (s *Store) UpdateGatekeeper(ctx context.Context, g store.GatekeeperRecord) error {
+	return s.writeErr(ctx, entry{Op: opUpdateGatekeeper, Gatekeeper: &g})
+}
+
 // Account implements store.Store.
 func (s *Store) Account(ctx context.Context, id string) (store.GatekeeperAccount, error) {
 	return readMiss(ctx, s, func() (store.GatekeeperAccount, error) { return s.replica.Account(ctx, id) })
@@ -606,6 +616,37 @@ func (s *Store) DueSchedules(ctx context.Context, before time.Time) ([]store.Due
 	return s.replica.DueSchedules(ctx, before)
 }
 
+// PutModel implements store.Store.
+func (s *Store) PutModel(ctx context.Context, m store.Model) error {
+	return s.writeErr(ctx, entry{Op: opPutModel, Model: &m})
+}
+
+// Model implements store.Store.
+func (s *Store) Model(ctx context.Context, id string) (store.Model, error) {
+	return readMiss(ctx, s, func() (store.Model, error) { return s.replica.Model(ctx, id) })
+}
+
+// Models implements store.Store (from the replica, which may lag the log by moments).
+func (s *Store) Models(ctx context.Context, owner string) ([]store.Model, error) {
+	return s.replica.Models(ctx, owner)
+}
+
+// DeleteModel implements store.Store.
+func (s *Store) DeleteModel(ctx context.Context, id string) error {
+	return s.writeErr(ctx, entry{Op: opDeleteModel, ID: id})
+}
+
+// AgentInstructions implements store.Store (from the replica, which may lag the log by
+// moments).
+func (s *Store) AgentInstructions(ctx context.Context) (string, error) {
+	return s.replica.AgentInstructions(ctx)
+}
+
+// PutAgentInstructions implements store.Store.
+func (s *Store) PutAgentInstructions(ctx context.Context, text string) error {
+	return s.writeErr(ctx, entry{Op: opPutInstructions, Instructions: &text})
+}
+
 // Quotas implements store.Store (from the replica, which may lag the log by moments; OnQuotas
 // tells when a change arrived).
 func (s *Store) Quotas(ctx context.Context) (quota.Limits, error) {
@@ -620,4 +661,14 @@ func (s *Store) PutQuotas(ctx context.Context, l quota.Limits) error {
 // UserUsage implements store.Store (from the replica, which may lag the log by moments).
 func (s *Store) UserUsage(ctx context.Context, user string) (quota.Limits, error) {
 	return s.replica.UserUsage(ctx, user)
+}
+
+// HookRef implements store.Store (from the replica; a miss waits for the replica to catch up).
+func (s *Store) HookRef(ctx context.Context, id string) (store.HookRef, error) {
+	return readMiss(ctx, s, func() (store.HookRef, error) { return s.replica.HookRef(ctx, id) })
+}
+
+// HookRefs implements store.Store (from the replica, which may lag the log by moments).
+func (s *Store) HookRefs(ctx context.Context) ([]store.HookRef, error) {
+	return s.replica.HookRefs(ctx)
 }

@@ -244,8 +244,8 @@ func TestWorkspaceMovesBetweenNodes(t *testing.T) {
 	if err != nil || len(gs) != 1 || gs[0].Name != "counter" {
 		t.Fatalf("n3 gadgets: %+v %v", gs, err)
 	}
-	a2, _ := w2.Audit(1)
-	a3, err := r3.Audit(1)
+	a2, _ := w2.Audit(store.AuditQuery{Limit: 1})
+	a3, err := r3.Audit(store.AuditQuery{Limit: 1})
 	if err != nil || len(a3) != 1 || len(a2) != 1 || a3[0] != a2[0] || a3[0].Time.IsZero() {
 		t.Fatalf("audit differs between replicas: %+v / %+v (%v)", a2, a3, err)
 	}
@@ -404,6 +404,24 @@ func TestABrokenChainStaysBroken(t *testing.T) {
 	}
 }
 
+// An entry that reaches the replica after its workspace was deleted (the commits queued behind
+// the delete went out in the next entry) keeps the chain's promise: after the first refused
+// commit of a chain, the later ones fail with ErrChainBroken.
+func TestAnEntryForADeletedWorkspaceKeepsChains(t *testing.T) {
+	ms := testStores(t, 1)
+	set := []mutation{{Mutation: store.SetKV("g", []byte("k"), []byte("x"))}}
+	e := entry{Op: opCommit, WS: "ws_gone", Epoch: 1, Commits: []commitRecord{
+		{Chain: 1, Muts: set}, {Chain: 1, Muts: set}, {Chain: 2, Muts: set}, {Muts: set}, {Muts: set},
+	}}
+	r := ms[0].store.applyCommit(e)()
+	want := []error{store.ErrNotFound, store.ErrChainBroken, store.ErrNotFound, store.ErrNotFound, store.ErrNotFound}
+	for i, err := range r.commits {
+		if !errors.Is(err, want[i]) || (i != 1 && errors.Is(err, store.ErrChainBroken)) {
+			t.Errorf("commit %d: %v, want %v", i, err, want[i])
+		}
+	}
+}
+
 func TestWorkspaceIDsCannotReachOtherSubjects(t *testing.T) {
 	ms := testStores(t, 1)
 	ctx := testCtx(t)
@@ -527,7 +545,7 @@ func TestRetentionIsTheSameOnEveryReplica(t *testing.T) {
 		}
 	}
 	for _, m := range ms {
-		a, err := replicaWorkspace(t, m.store, ws).Audit(100)
+		a, err := replicaWorkspace(t, m.store, ws).Audit(store.AuditQuery{Limit: 100})
 		if err != nil || len(a) != 3 || a[0].Action != "4" {
 			t.Errorf("%s keeps audit %+v (%v), want the newest 3", m.node.Name(), a, err)
 		}
@@ -555,5 +573,41 @@ func TestQuotasReachEveryNode(t *testing.T) {
 		if got, err := m.store.Quotas(ctx); err != nil || got != want {
 			t.Errorf("%s: quotas %+v, %v, want %+v", m.node.Name(), got, err, want)
 		}
+	}
+}
+
+func TestModelsAndAgentInstructionsReachEveryNode(t *testing.T) {
+	ms := testStores(t, 3)
+	ctx := testCtx(t)
+	m := store.Model{ID: "mdl_1", Owner: "u_ann", Name: "gpt", Provider: "openai", BaseURL: "https://api.openai.com/v1",
+		Model: "gpt-4o", SealedKey: []byte("sealed"), Created: time.Now().UTC()}
+	if err := ms[0].store.PutModel(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ms[1].store.Model(ctx, m.ID); err != nil || string(got.SealedKey) != "sealed" || got.Owner != m.Owner {
+		t.Fatalf("n2 reads the model: %+v, %v", got, err)
+	}
+	if err := ms[2].store.PutModel(ctx, store.Model{ID: m.ID, Owner: "u_bob"}); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("a taken model id on n3: %v, want ErrConflict", err)
+	}
+	if err := ms[1].store.PutAgentInstructions(ctx, "Be brief."); err != nil {
+		t.Fatal(err)
+	}
+	if err := ms[2].store.DeleteModel(ctx, m.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range ms {
+		if err := n.store.barrier(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := n.store.Models(ctx, "u_ann"); err != nil || len(got) != 0 {
+			t.Errorf("%s: models of u_ann after the delete: %+v, %v", n.node.Name(), got, err)
+		}
+		if text, err := n.store.AgentInstructions(ctx); err != nil || text != "Be brief." {
+			t.Errorf("%s: agent instructions %q, %v", n.node.Name(), text, err)
+		}
+	}
+	if err := ms[0].store.DeleteModel(ctx, m.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("second delete: %v, want ErrNotFound", err)
 	}
 }

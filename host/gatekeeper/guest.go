@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"atelier/capnweb/ordered"
 	"atelier/host/capability/approvals"
 	"atelier/host/capability/kv"
 	"atelier/host/capability/outboundhttp"
@@ -26,6 +27,8 @@ type Code interface {
 type GuestConfig struct {
 	// Name identifies the guest in console lines (Account.Name).
 	Name string
+	// Resource is the granted resource URL (Account.Resource; empty while installing).
+	Resource string
 	// Policy governs the guest's outbound requests; nil lets it reach nothing.
 	Policy *outboundhttp.Policy
 	// Sink receives the guest's observations and actions; nil refuses them.
@@ -63,6 +66,8 @@ type Guest interface {
 type componentCode struct {
 	rt   *runtime.Runtime
 	comp *runtime.Component
+	// hooks: the component exports HooksInterface.
+	hooks bool
 }
 
 func (c *componentCode) Close() { c.comp.Close() }
@@ -84,14 +89,22 @@ func (c *componentCode) Start(ctx context.Context, cfg GuestConfig) (Guest, erro
 	if err != nil {
 		return nil, err
 	}
-	return &componentGuest{inst}, nil
+	return &componentGuest{inst: inst, hooks: c.hooks}, nil
 }
 
-// componentGuest calls a component instance's connector export.
-type componentGuest struct{ inst *runtime.Instance }
+// componentGuest calls a component instance's connector export (and its hooks export).
+type componentGuest struct {
+	inst  *runtime.Instance
+	hooks bool
+}
 
 func (g *componentGuest) call(ctx context.Context, fn string, args ...any) (any, error) {
-	res, err := g.inst.Call(ctx, Connector+"#"+fn, args...)
+	return g.callIn(ctx, Connector, fn, args...)
+}
+
+// callIn calls function fn of the exported interface iface.
+func (g *componentGuest) callIn(ctx context.Context, iface, fn string, args ...any) (any, error) {
+	res, err := g.inst.Call(ctx, iface+"#"+fn, args...)
 	if err != nil {
 		var re *runtime.ResultError
 		if errors.As(err, &re) {
@@ -107,8 +120,8 @@ func (g *componentGuest) Describe(ctx context.Context) (Vendor, error) {
 	if err != nil {
 		return Vendor{}, err
 	}
-	m := v.(map[string]any)
-	return Vendor{DisplayName: m["display-name"].(string), URL: m["url"].(string), Tagline: m["tagline"].(string), Description: m["description"].(string)}, nil
+	m := v.(ordered.Object) // a record, as wit.Lift makes it
+	return Vendor{DisplayName: m.Value("display-name").(string), URL: m.Value("url").(string), Tagline: m.Value("tagline").(string), Description: m.Value("description").(string)}, nil
 }
 
 func (g *componentGuest) ResourceKinds(ctx context.Context) ([]ResourceKind, error) {
@@ -118,8 +131,8 @@ func (g *componentGuest) ResourceKinds(ctx context.Context) ([]ResourceKind, err
 	}
 	var out []ResourceKind
 	for _, k := range v.([]any) {
-		k := k.(map[string]any)
-		out = append(out, ResourceKind{Kind: k["kind"].(string), Title: k["title"].(string), Description: k["description"].(string)})
+		k := k.(ordered.Object)
+		out = append(out, ResourceKind{Kind: k.Value("kind").(string), Title: k.Value("title").(string), Description: k.Value("description").(string)})
 	}
 	return out, nil
 }
@@ -129,8 +142,8 @@ func (g *componentGuest) DescribeResource(ctx context.Context, url string) (Reso
 	if err != nil {
 		return Resource{}, err
 	}
-	m := v.(map[string]any)
-	return Resource{URL: m["url"].(string), Title: m["title"].(string), Snippet: m["snippet"].(string), SuggestedBindingName: m["suggested-binding-name"].(string)}, nil
+	m := v.(ordered.Object)
+	return Resource{URL: m.Value("url").(string), Title: m.Value("title").(string), Snippet: m.Value("snippet").(string), SuggestedBindingName: m.Value("suggested-binding-name").(string)}, nil
 }
 
 func (g *componentGuest) TypeScriptTypes(ctx context.Context) (string, error) {

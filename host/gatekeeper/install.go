@@ -72,11 +72,13 @@ type Gatekeeper struct {
 	Kinds  []ResourceKind
 
 	code Code
+	// grant, when set, replaces the manifest's resource patterns (a built-in gatekeeper).
+	grant func(resource string) (*Grant, error)
 }
 
 // Install compiles a component package on rt and refuses it unless its imports stay within
 // Grants (checked before anything runs), it exports the connector interface of its world with
-// the right signatures, and the resource kinds it reports are exactly the manifest's. rt must
+// the right signatures (and the hooks interface, when the manifest names WorldWithHooks), and the resource kinds it reports are exactly the manifest's. rt must
 // provide the gatekeeper interfaces (see Interfaces) and kv and log. Packages of other
 // formats have their own installers (host/gatekeeper/extism).
 func Install(ctx context.Context, rt *runtime.Runtime, p *Package) (*Gatekeeper, error) {
@@ -87,23 +89,49 @@ func Install(ctx context.Context, rt *runtime.Runtime, p *Package) (*Gatekeeper,
 	if err != nil {
 		return nil, fmt.Errorf("install %s: %w: %v", p, ErrNotComponent, err)
 	}
-	if err := checkComponent(rt, comp); err != nil {
+	hooks, err := checkComponent(rt, comp, &p.Manifest)
+	if err != nil {
 		comp.Close()
 		return nil, fmt.Errorf("install %s: %w", p, err)
 	}
-	return InstallCode(ctx, p, &componentCode{rt: rt, comp: comp})
+	return InstallCode(ctx, p, &componentCode{rt: rt, comp: comp, hooks: hooks})
+}
+
+// hookExports are the exports HooksInterface requires, rendered as connectorExports are.
+var hookExports = []string{
+	"header: type record header { name: string, value: string }",
+	"hook: type record hook { id: string, event: string, params: string, url: string, secret: list<u8> }",
+	"subscribe: func(session: u64, h: hook) -> result<_, string>",
+	"unsubscribe: func(session: u64, h: hook) -> result<_, string>",
+	"receive: func(session: u64, h: hook, headers: list<header>, body: list<u8>) -> result<option<string>, string>",
+	"poll: func(session: u64, h: hook) -> result<option<string>, string>",
 }
 
 // checkComponent refuses a component that imports more than Grants or does not export the
-// connector with the world's signatures.
-func checkComponent(rt *runtime.Runtime, comp *runtime.Component) error {
+// connector with the world's signatures, or, when the manifest names WorldWithHooks, the
+// hooks interface. It reports whether the component exports the hooks interface.
+func checkComponent(rt *runtime.Runtime, comp *runtime.Component, m *Manifest) (hooks bool, err error) {
 	audit := comp.Audit()
 	if err := audit.Check(rt, Grants()); err != nil {
-		return fmt.Errorf("%w: %v", ErrExcessImports, err)
+		return false, fmt.Errorf("%w: %v", ErrExcessImports, err)
 	}
+	missing := missingExports(audit, Connector, connectorExports)
+	if len(missing) > 0 {
+		return false, fmt.Errorf("%w %s: %s does not export (or exports with another type) %s", ErrWorldMismatch, World, Connector, strings.Join(missing, "; "))
+	}
+	missing = missingExports(audit, HooksInterface, hookExports)
+	if len(missing) > 0 && (m.World == WorldWithHooks || len(m.Hooks) > 0) {
+		return false, fmt.Errorf("%w %s: the manifest declares hooks but the component does not export (or exports with another type) %s: %s; build it for the world %s",
+			ErrWorldMismatch, WorldWithHooks, HooksInterface, strings.Join(missing, "; "), WorldWithHooks)
+	}
+	return len(missing) == 0, nil
+}
+
+// missingExports returns the members of want that the component's export of iface lacks.
+func missingExports(audit *runtime.Audit, iface string, want []string) []string {
 	have := map[string]bool{}
 	for _, it := range audit.Exports {
-		if it.Kind != wit.ItemInstance || it.Interface() != Connector {
+		if it.Kind != wit.ItemInstance || it.Interface() != iface {
 			continue
 		}
 		for _, line := range audit.Lines() {
@@ -113,15 +141,12 @@ func checkComponent(rt *runtime.Runtime, comp *runtime.Component) error {
 		}
 	}
 	var missing []string
-	for _, want := range connectorExports {
-		if !have[want] {
-			missing = append(missing, want)
+	for _, w := range want {
+		if !have[w] {
+			missing = append(missing, w)
 		}
 	}
-	if len(missing) > 0 {
-		return fmt.Errorf("%w %s: %s does not export (or exports with another type) %s", ErrWorldMismatch, World, Connector, strings.Join(missing, "; "))
-	}
-	return nil
+	return missing
 }
 
 // InstallCode finishes installing p, whose code a format's installer has compiled and
@@ -166,3 +191,12 @@ func (g *Gatekeeper) inspect(ctx context.Context) error {
 
 // Close releases the compiled code once its instances are closed.
 func (g *Gatekeeper) Close() { g.code.Close() }
+
+// CloseAccount releases what the gatekeeper's code keeps for account (an Account.Name) beyond
+// its instances, such as the MCP gatekeeper's cached connection and hook watches: the account
+// was disconnected. Code that keeps nothing per account ignores it.
+func (g *Gatekeeper) CloseAccount(name string) {
+	if c, ok := g.code.(interface{ CloseAccount(string) }); ok {
+		c.CloseAccount(name)
+	}
+}

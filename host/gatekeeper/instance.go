@@ -23,6 +23,9 @@ type Account struct {
 	Resource string
 	// Credentials maps each of the manifest's credential names to the user's secret.
 	Credentials map[string]string
+	// Token supplies the OAuth access token of an account of a gatekeeper whose manifest
+	// declares oauth (required then, ignored otherwise).
+	Token outboundhttp.TokenSource
 	// Queue receives the instance's observations and actions.
 	Queue Queue
 	// Store is the gatekeeper's own kv state (nil: an empty in-memory store).
@@ -44,13 +47,15 @@ type Instance struct {
 	kind  string
 	queue Queue
 	guest Guest
+	// maxResult bounds a hook's payload (Account.Limits.MaxResult).
+	maxResult int64
 }
 
 // Start creates an instance for acct. It refuses a resource the manifest does not serve and
 // credentials that do not match the manifest's.
 func (g *Gatekeeper) Start(ctx context.Context, acct Account) (*Instance, error) {
 	m := &g.Package.Manifest
-	grant, err := m.GrantFor(acct.Resource)
+	grant, err := g.GrantFor(acct.Resource)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", m.Name, err)
 	}
@@ -65,16 +70,25 @@ func (g *Gatekeeper) Start(ctx context.Context, acct Account) (*Instance, error)
 	}
 	for _, c := range m.Credentials {
 		secret, ok := acct.Credentials[c.Name]
+		if (!ok || secret == "") && c.Optional {
+			continue
+		}
 		if !ok || secret == "" || strings.ContainsAny(secret, "\r\n\x00") {
 			return nil, fmt.Errorf("start %s: credential %q is missing or not one line", m.Name, c.Name)
 		}
 		policy.Headers = append(policy.Headers, outboundhttp.Header{Name: c.Header, Value: strings.Replace(c.Template, "{secret}", secret, 1)})
 		policy.Secrets = append(policy.Secrets, secret)
 	}
-	in := &Instance{g: g, name: acct.Name, url: acct.Resource, kind: grant.Kind, queue: acct.Queue}
+	if o := m.OAuth; o != nil {
+		if acct.Token == nil {
+			return nil, fmt.Errorf("start %s: an OAuth account needs a token source", m.Name)
+		}
+		policy.Token, policy.TokenHeader = acct.Token, outboundhttp.Header{Name: o.Header, Value: o.Template}
+	}
+	in := &Instance{g: g, name: acct.Name, url: acct.Resource, kind: grant.Kind, queue: acct.Queue, maxResult: maxResult(acct.Limits)}
 	policy.Scrubbed = sink{in}.scrubbed
 	in.guest, err = g.code.Start(ctx, GuestConfig{
-		Name: acct.Name, Policy: policy, Sink: sink{in}, Store: acct.Store, Console: acct.Console, Limits: acct.Limits, Memory: acct.Memory,
+		Name: acct.Name, Resource: acct.Resource, Policy: policy, Sink: sink{in}, Store: acct.Store, Console: acct.Console, Limits: acct.Limits, Memory: acct.Memory,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", m.Name, err)
@@ -172,20 +186,20 @@ func (s *Session) Call(ctx context.Context, method, args string) (string, error)
 	if s.closed.Load() {
 		return "", fmt.Errorf("%s: session %d is closed", s.in.name, s.id)
 	}
-	ci := &callInfo{s: s}
-	out, err := s.in.guest.Invoke(context.WithValue(ctx, callKey{}, ci), s.id, method, args)
-	if err != nil {
-		err = s.in.fail("invoke", err)
-	}
-	if ci.submitted {
-		if derr := s.in.queue.Drain(ctx, s.in.name); derr != nil {
-			err = errors.Join(err, fmt.Errorf("%s: apply auto-approved actions: %w", s.in.name, derr))
-		}
-	}
+	var out string
+	err := s.serve(ctx, "invoke", func(ctx context.Context) (err error) {
+		out, err = s.in.guest.Invoke(ctx, s.id, method, args)
+		return err
+	})
 	if err != nil {
 		return "", err
 	}
 	return out, nil
+}
+
+// joinDrain adds the failure to apply auto-approved actions to err.
+func joinDrain(err error, name string, derr error) error {
+	return errors.Join(err, fmt.Errorf("%s: apply auto-approved actions: %w", name, derr))
 }
 
 // Close closes the session.
@@ -260,7 +274,7 @@ func (k sink) SubmitAction(ctx context.Context, a approvals.Action) (uint64, err
 		return 0, errors.New("actions can only be submitted while serving a session call")
 	}
 	// The guest's claim counts only for kinds the manifest lets users auto-approve.
-	a.AutoApprovable = a.AutoApprovable && slices.Contains(k.in.g.Package.Manifest.AutoApprovable, a.Kind.Tag)
+	a.AutoApprovable = a.AutoApprovable && k.in.g.Package.Manifest.AutoApproves(a.Kind.Tag)
 	id, err := k.in.queue.Submit(ctx, ActionRecord{Origin: origin, Action: a, Target: k.in})
 	if err == nil {
 		ci.submitted = true

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"slices"
@@ -13,7 +14,8 @@ import (
 	"atelier/host/capability/outboundhttp"
 )
 
-// World is the only WIT world a gatekeeper package may declare.
+// World is the WIT world every gatekeeper package targets; a package that serves hooks
+// declares WorldWithHooks, which includes it.
 const World = "atelier:gatekeeper/gatekeeper@0.1.0"
 
 // Package formats (Manifest.Format): how gatekeeper.wasm implements World.
@@ -51,6 +53,99 @@ type Manifest struct {
 	// Session declares the session API that Code Mode snippets (agents, users) call. A
 	// gatekeeper without it serves gadgets only: their bindings call any method by name.
 	Session *SessionAPI `json:"session,omitempty"`
+	// OAuth, when set, connects accounts by an OAuth 2.0 authorization-code flow with PKCE
+	// instead of pasted credentials (Credentials must then be empty).
+	OAuth *OAuth `json:"oauth,omitempty"`
+	// Hooks are the events a gadget may register a hook for (the world must then be
+	// WorldWithHooks).
+	Hooks []HookSpec `json:"hooks,omitempty"`
+}
+
+// OAuth declares a gatekeeper's OAuth 2.0 client: where users authorize it, where the host
+// exchanges and refreshes tokens, and how the access token is added to requests (like a
+// Credential, with {secret} replaced by the access token). The admin configures the client
+// id and secret (setOAuthClient).
+type OAuth struct {
+	// AuthorizationEndpoint is where the user's browser is sent to authorize.
+	AuthorizationEndpoint string `json:"authorizationEndpoint"`
+	// TokenEndpoint is where the host exchanges the code and refreshes the tokens. The host
+	// reaches it for itself; it need not be in Egress.
+	TokenEndpoint string `json:"tokenEndpoint"`
+	// Scopes are requested in the authorization (may be empty).
+	Scopes []string `json:"scopes,omitempty"`
+	// PKCE must be "S256".
+	PKCE string `json:"pkce"`
+	// Header and Template add the access token to every request, as a Credential does.
+	Header   string `json:"header"`
+	Template string `json:"template"`
+}
+
+// PKCEMethod is the only PKCE method a manifest may declare.
+const PKCEMethod = "S256"
+
+// maxScopes bounds OAuth.Scopes.
+const maxScopes = 64
+
+// scopePattern is an OAuth scope token (RFC 6749 section 3.3).
+var scopePattern = regexp.MustCompile(`^[\x21\x23-\x5b\x5d-\x7e]{1,128}$`)
+
+// checkEndpoint accepts an https URL, or an http URL whose host is an IP literal (which the
+// host dials only when the operator allows that address, outboundhttp.Options.AllowAddrs),
+// without user info or fragment.
+func checkEndpoint(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return err
+	}
+	if !u.IsAbs() || u.Host == "" || u.User != nil || u.Fragment != "" || u.Opaque != "" || len(raw) > 2048 {
+		return fmt.Errorf("%q: want an absolute URL without user info or fragment", raw)
+	}
+	switch u.Scheme {
+	case "https":
+	case "http":
+		if _, err := netip.ParseAddr(strings.Trim(u.Hostname(), "[]")); err != nil {
+			return fmt.Errorf("%q: want https (plain http only for an IP address the operator allows)", raw)
+		}
+	default:
+		return fmt.Errorf("%q: want https", raw)
+	}
+	if !hostPattern.MatchString(strings.ToLower(u.Host)) {
+		return fmt.Errorf("%q: host %q is not a host name or IP with an optional port", raw, u.Host)
+	}
+	return nil
+}
+
+// validateOAuth checks the oauth block.
+func (m *Manifest) validateOAuth(bad func(string, ...any)) {
+	o := m.OAuth
+	if len(m.Credentials) > 0 {
+		bad("oauth: a gatekeeper with oauth declares no credentials (the access token is its credential)")
+	}
+	if err := checkEndpoint(o.AuthorizationEndpoint); err != nil {
+		bad("oauth.authorizationEndpoint %v", err)
+	} else if u, _ := url.Parse(o.AuthorizationEndpoint); u.Query().Has("state") || u.Query().Has("code_challenge") || u.Query().Has("redirect_uri") {
+		bad("oauth.authorizationEndpoint: the host sets state, code_challenge and redirect_uri itself")
+	}
+	if err := checkEndpoint(o.TokenEndpoint); err != nil {
+		bad("oauth.tokenEndpoint %v", err)
+	}
+	if o.PKCE != PKCEMethod {
+		bad("oauth.pkce %q: want %q (PKCE is required)", o.PKCE, PKCEMethod)
+	}
+	if len(o.Scopes) > maxScopes {
+		bad("oauth.scopes: at most %d", maxScopes)
+	}
+	for _, sc := range o.Scopes {
+		if !scopePattern.MatchString(sc) {
+			bad("oauth.scopes: %q is not a scope token", sc)
+		}
+	}
+	switch {
+	case !tokenPattern.MatchString(o.Header) || slices.Contains(forbiddenCredentialHeaders, strings.ToLower(o.Header)):
+		bad("oauth.header %q: want a header name the transport does not manage", o.Header)
+	case strings.Count(o.Template, "{secret}") != 1 || strings.ContainsAny(o.Template, "\r\n\x00"):
+		bad("oauth.template %q: want one line with {secret} exactly once", o.Template)
+	}
 }
 
 // SessionAPI is a gatekeeper's session API as Code Mode shows it: `env.NAME.method(...)` for
@@ -87,6 +182,8 @@ type Credential struct {
 	Description string `json:"description"`
 	Header      string `json:"header"`
 	Template    string `json:"template"`
+	// Optional credentials may be left out when connecting an account: no header is sent.
+	Optional bool `json:"optional,omitempty"`
 }
 
 // ResourcePattern is one kind of resource. URLPattern is an absolute URL whose path segments
@@ -145,8 +242,8 @@ func (m *Manifest) Validate() error {
 	if strings.TrimSpace(m.Vendor) == "" || len(m.Vendor) > 200 {
 		bad("vendor: want 1-200 characters")
 	}
-	if m.World != World {
-		bad("world %q: the host supports %s", m.World, World)
+	if m.World != World && m.World != WorldWithHooks {
+		bad("world %q: the host supports %s and %s", m.World, World, WorldWithHooks)
 	}
 	if m.Format != "" && m.Format != FormatComponent && m.Format != FormatExtism {
 		bad("format %q: want %s or %s", m.Format, FormatComponent, FormatExtism)
@@ -200,6 +297,10 @@ func (m *Manifest) Validate() error {
 		}
 		tags[t] = true
 	}
+	if m.OAuth != nil {
+		m.validateOAuth(bad)
+	}
+	m.validateHooks(bad)
 	if s := m.Session; s != nil {
 		if len(s.Methods) == 0 || len(s.Methods) > maxSessionMethods {
 			bad("session.methods: want 1 to %d method names", maxSessionMethods)

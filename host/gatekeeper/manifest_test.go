@@ -75,3 +75,52 @@ func TestGrantFor(t *testing.T) {
 		}
 	}
 }
+
+func TestManifestOAuth(t *testing.T) {
+	valid := func() Manifest {
+		m := manifest()
+		m.Component.SHA256 = strings.Repeat("a", 64)
+		m.Credentials = nil
+		m.OAuth = &OAuth{AuthorizationEndpoint: "https://auth.example/authorize?prompt=consent", TokenEndpoint: "https://auth.example/token",
+			Scopes: []string{"notes:read", "offline_access"}, PKCE: "S256", Header: "Authorization", Template: "Bearer {secret}"}
+		return m
+	}
+	m := valid()
+	if err := m.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	m.OAuth.TokenEndpoint = "http://127.0.0.1:9000/token" // an IP the operator may allow
+	if err := m.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		edit func(*Manifest)
+		want string
+	}{
+		{"credentials too", func(m *Manifest) { m.Credentials = manifest().Credentials }, "declares no credentials"},
+		{"plain http to a name", func(m *Manifest) { m.OAuth.AuthorizationEndpoint = "http://auth.example/authorize" }, "want https"},
+		{"other scheme", func(m *Manifest) { m.OAuth.TokenEndpoint = "javascript:alert(1)" }, "tokenEndpoint"},
+		{"relative", func(m *Manifest) { m.OAuth.TokenEndpoint = "/token" }, "tokenEndpoint"},
+		{"user info", func(m *Manifest) { m.OAuth.TokenEndpoint = "https://u:p@auth.example/token" }, "user info"},
+		{"fragment", func(m *Manifest) { m.OAuth.AuthorizationEndpoint = "https://auth.example/a#x" }, "fragment"},
+		{"preset state", func(m *Manifest) { m.OAuth.AuthorizationEndpoint = "https://auth.example/a?state=x" }, "sets state"},
+		{"preset redirect", func(m *Manifest) {
+			m.OAuth.AuthorizationEndpoint = "https://auth.example/a?redirect_uri=https://evil.example"
+		}, "redirect_uri"},
+		{"no pkce", func(m *Manifest) { m.OAuth.PKCE = "" }, "PKCE is required"},
+		{"plain pkce", func(m *Manifest) { m.OAuth.PKCE = "plain" }, "oauth.pkce"},
+		{"scope with a space", func(m *Manifest) { m.OAuth.Scopes = []string{"a b"} }, "oauth.scopes"},
+		{"scope with a quote", func(m *Manifest) { m.OAuth.Scopes = []string{`a"b`} }, "oauth.scopes"},
+		{"header", func(m *Manifest) { m.OAuth.Header = "Host" }, "oauth.header"},
+		{"template", func(m *Manifest) { m.OAuth.Template = "Bearer" }, "oauth.template"},
+		{"template newline", func(m *Manifest) { m.OAuth.Template = "{secret}\nX: y" }, "oauth.template"},
+	} {
+		m := valid()
+		c.edit(&m)
+		err := m.Validate()
+		if !errors.Is(err, ErrBadManifest) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want a manifest error about %q", c.name, err, c.want)
+		}
+	}
+}

@@ -2,35 +2,50 @@ package gateway
 
 import (
 	"errors"
+	"log/slog"
 	"net/http"
 	"strings"
-	"sync/atomic"
 
 	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"atelier/capnweb"
 	"atelier/host/kernel"
-	"atelier/host/metrics"
 )
 
-// sessionGauge counts the open Cap'n Web WebSocket sessions.
-type sessionGauge struct{ open atomic.Int64 }
+// newSessionGauge returns the gauge of the open Cap'n Web WebSocket sessions, registered on
+// reg.
+func newSessionGauge(reg prometheus.Registerer) prometheus.Gauge {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "atelier_capnweb_sessions_open", Help: "Cap'n Web WebSocket sessions open now."})
+	reg.MustRegister(g)
+	return g
+}
 
-// track is a capnweb.Server OnSession hook: it counts s until it ends.
-func (g *sessionGauge) track(s *capnweb.Session) {
-	g.open.Add(1)
-	go func() {
-		<-s.Done()
-		g.open.Add(-1)
-	}()
+// trackSessions returns a capnweb.Server OnSession hook that counts each session in g until
+// it ends.
+func trackSessions(g prometheus.Gauge) func(*capnweb.Session) {
+	return func(s *capnweb.Session) {
+		g.Inc()
+		go func() {
+			<-s.Done()
+			g.Dec()
+		}()
+	}
 }
 
 // metricsRefusal is the body of a refused GET /metrics.
 const metricsRefusal = "metrics: send Authorization: Bearer <token of the user admin> (or start atelier serve with --metrics-public)"
 
-// serveMetrics answers GET /metrics with the kernel's metrics and the open sessions in the
-// Prometheus text format, to the user admin's bearer token only unless public.
-func serveMetrics(k *kernel.Kernel, public bool, sessions *sessionGauge) gin.HandlerFunc {
+// serveMetrics answers GET /metrics with what reg gathers (the kernel's metrics, the open
+// sessions, the Go runtime's and the process's) in the Prometheus exposition format the
+// client accepts (the text format by default), to the user admin's bearer token only unless
+// public.
+func serveMetrics(k *kernel.Kernel, reg prometheus.Gatherer, public bool, logger *slog.Logger) gin.HandlerFunc {
+	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		ErrorLog:      slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		ErrorHandling: promhttp.ContinueOnError, // a failing collector leaves out its series, not the rest
+	})
 	return func(c *gin.Context) {
 		if !public {
 			token, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer ")
@@ -48,14 +63,8 @@ func serveMetrics(k *kernel.Kernel, public bool, sessions *sessionGauge) gin.Han
 				return
 			}
 		}
-		c.Header("Content-Type", metrics.ContentType)
 		c.Header("Cache-Control", "no-store")
-		c.Status(http.StatusOK)
-		t := metrics.NewTextWriter(c.Writer)
-		k.WriteMetrics(t)
-		t.Family("atelier_capnweb_sessions_open", metrics.Gauge, "Cap'n Web WebSocket sessions open now.")
-		t.Sample("atelier_capnweb_sessions_open", nil, float64(sessions.open.Load()))
-		_ = t.Flush() // the client went away: nothing to tell it
+		h.ServeHTTP(c.Writer, c.Request)
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+
 	"atelier/capnweb"
 	"atelier/host/gateway"
 	"atelier/host/kernel"
@@ -25,12 +27,13 @@ func serve(t *testing.T, public bool) (string, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := kernel.New(kernel.Config{Store: db})
+	reg := metrics.NewRegistry() // the server's, as atelier serve passes it to both
+	k := kernel.New(kernel.Config{Store: db, Metrics: reg})
 	admin, err := k.Bootstrap(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(gateway.New(gateway.Config{Kernel: k, MetricsPublic: public}))
+	srv := httptest.NewServer(gateway.New(gateway.Config{Kernel: k, Metrics: reg, MetricsPublic: public}))
 	t.Cleanup(func() {
 		srv.CloseClientConnections()
 		srv.Close()
@@ -73,13 +76,26 @@ func TestMetricsNeedTheAdminToken(t *testing.T) {
 		}
 	}
 	resp, body := get(t, url, "Bearer "+admin)
-	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != metrics.ContentType {
+	if resp.StatusCode != http.StatusOK || expfmt.ResponseFormat(resp.Header).FormatType() != expfmt.TypeTextPlain {
 		t.Fatalf("admin: %d %s %q", resp.StatusCode, resp.Header.Get("Content-Type"), body)
 	}
-	for _, want := range []string{"atelier_uptime_seconds ", "atelier_gadget_instances_live 0\n", "atelier_capnweb_sessions_open 0\n"} {
-		if !strings.Contains(body, want) {
-			t.Errorf("admin's /metrics lacks %q:\n%s", want, body)
+	families, err := metrics.Parse(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("admin's /metrics: %v:\n%s", err, body)
+	}
+	for name, want := range map[string]float64{"atelier_gadget_instances_live": 0, "atelier_capnweb_sessions_open": 0, "atelier_subscriptions": 0} {
+		if got, ok := families.Value(name); !ok || got != want {
+			t.Errorf("admin's /metrics: %s = %v (present: %v), want %v:\n%s", name, got, ok, want, body)
 		}
+	}
+	// The standard series of the Go runtime and the process are there too.
+	for _, name := range []string{"atelier_uptime_seconds", "go_goroutines", "process_cpu_seconds_total", "process_resident_memory_bytes"} {
+		if _, ok := families.Value(name); !ok {
+			t.Errorf("admin's /metrics lacks %s:\n%s", name, body)
+		}
+	}
+	if v, _ := families.Value("go_goroutines"); v < 1 {
+		t.Errorf("go_goroutines = %v", v)
 	}
 }
 
@@ -98,7 +114,9 @@ func TestMetricsPublicCountsSessions(t *testing.T) {
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("public /metrics: %d %q", resp.StatusCode, body)
 		}
-		if strings.Contains(body, "atelier_capnweb_sessions_open 1\n") {
+		if families, err := metrics.Parse(strings.NewReader(body)); err != nil {
+			t.Fatalf("public /metrics: %v:\n%s", err, body)
+		} else if n, _ := families.Value("atelier_capnweb_sessions_open"); n == 1 {
 			break
 		}
 		if time.Now().After(deadline) {

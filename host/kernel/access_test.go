@@ -2,6 +2,7 @@ package kernel_test
 
 import (
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -83,6 +84,16 @@ func TestRolesAndRevokedCollaborators(t *testing.T) {
 	// Another user reaches nothing.
 	refused(t, bob.Call(ctx, "openWorkspace", id), "FORBIDDEN", "no access")
 	refused(t, bob.Call(ctx, "openWorkspace", id).Call(ctx, "gadget", "counter").Call(ctx, "connect"), "FORBIDDEN", "no access")
+	// A workspace that does not exist is refused the same way, its id said once.
+	_, errNoAccess := bob.Call(ctx, "openWorkspace", id).Await(ctx)
+	_, errMissing := bob.Call(ctx, "openWorkspace", "ws_nosuchworkspace").Await(ctx)
+	if errNoAccess == nil || errMissing == nil ||
+		strings.ReplaceAll(errMissing.Error(), "ws_nosuchworkspace", "ID") != strings.ReplaceAll(errNoAccess.Error(), id, "ID") {
+		t.Fatalf("opening a workspace without access: %v; one that does not exist: %v; want the same error", errNoAccess, errMissing)
+	}
+	if msg := errMissing.Error(); strings.Count(msg, "ws_nosuchworkspace") != 1 || strings.Contains(msg, "acquire") {
+		t.Fatalf("opening a workspace that does not exist says %q; want its id once, in user words", msg)
+	}
 	if l := await(t, bob.Call(ctx, "listWorkspaces")).([]any); len(l) != 0 {
 		t.Fatalf("bob lists %v", l)
 	}
@@ -117,6 +128,15 @@ func TestRolesAndRevokedCollaborators(t *testing.T) {
 	log := await(t, ws.Call(ctx, "auditLog", 2)).([]any)
 	if len(log) != 2 || log[0].(map[string]any)["action"] != "collaborator.remove" || log[1].(map[string]any)["action"] != "collaborator.add" {
 		t.Fatalf("audit log = %v", log)
+	}
+	// Filters and pages are the server's: the collaborator lines before the newest one.
+	newest := log[0].(map[string]any)["seq"].(float64)
+	page := await(t, ws.Call(ctx, "auditLog", 5, map[string]any{"action": "collaborator.", "actor": "ada", "before": newest})).([]any)
+	if len(page) != 1 || page[0].(map[string]any)["action"] != "collaborator.add" {
+		t.Fatalf("auditLog(5, {action, actor, before}) = %v, want the collaborator.add line", page)
+	}
+	if none := await(t, ws.Call(ctx, "auditLog", 5, map[string]any{"actor": "bob"})).([]any); len(none) != 0 {
+		t.Fatalf("bob made no change, yet auditLog(5, {actor: bob}) = %v", none)
 	}
 }
 

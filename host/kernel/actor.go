@@ -96,6 +96,10 @@ func (ov *overseer) actor(ctx context.Context, id store.GadgetID) (*actor, error
 func (ov *overseer) newActor(ctx context.Context, id store.GadgetID) (*actor, error) {
 	ov.mu.Lock()
 	for {
+		if err := ov.awaitFence(ctx, id); err != nil { // a dry run's commit (dryfreeze.go)
+			ov.mu.Unlock()
+			return nil, err
+		}
 		if ov.stopped {
 			ov.mu.Unlock()
 			return nil, errStopped
@@ -169,6 +173,7 @@ func (a *actor) load(ctx context.Context, g store.Gadget) {
 		kv.Grant:      a.kv,
 		events.Grant:  publisher{a},
 		BindingsGrant: bindingCaller{a},
+		HooksGrant:    gadgetHooks{a},
 	}
 	if prog.comp != nil {
 		a.comp = newComponentExec(k.cfg.Runtime, prog.comp, runtime.InstanceConfig{
@@ -332,11 +337,14 @@ func (r *reply) release() (any, error) {
 }
 
 // publish delivers a call's events to the gadget's subscribers.
-func (a *actor) publish(evs []events.Event) {
+func (a *actor) publish(evs []events.Event) { a.ov.k.hub.publishEvents(a.topics.events, evs) }
+
+// publishEvents delivers a gadget's events to the subscribers of its events topic.
+func (h *hub) publishEvents(topic string, evs []events.Event) {
 	for _, ev := range evs {
 		var payload any
 		if json.Unmarshal(ev.Payload, &payload) == nil { // validated by the capability
-			a.ov.k.hub.publish(a.topics.events, map[string]any{"topic": ev.Topic, "payload": payload})
+			h.publish(topic, map[string]any{"topic": ev.Topic, "payload": payload})
 		}
 	}
 }

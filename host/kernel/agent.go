@@ -66,7 +66,7 @@ func (s *AgentSession) ListBindings(ctx context.Context, ws store.WorkspaceID) (
 		return out, err
 	}
 	w := s.workspace(ws)
-	out, err := w.listBindings(ctx)
+	out, err := w.listBindings(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +79,7 @@ func (s *AgentSession) DescribeBinding(ctx context.Context, ws store.WorkspaceID
 		return out, err
 	}
 	w := s.workspace(ws)
-	out, err := w.describeBinding(ctx, name)
+	out, err := w.describeBinding(ctx, nil, name)
 	if err != nil {
 		return "", err
 	}
@@ -92,6 +92,22 @@ func (s *AgentSession) ExecuteCode(ctx context.Context, ws store.WorkspaceID, co
 		return out, err
 	}
 	return s.workspace(ws).executeCode(ctx, code, opts, s.via)
+}
+
+// CommitDryRun is Workspace.CommitDryRun in workspace ws.
+func (s *AgentSession) CommitDryRun(ctx context.Context, ws store.WorkspaceID, id string) (DryRunCommit, error) {
+	if out, local, err := atOwner[DryRunCommit](ctx, s, ws, "commitDryRun", id, CodeOptions{}); !local {
+		return out, err
+	}
+	return s.workspace(ws).commitDryRun(ctx, id, s.via)
+}
+
+// DiscardDryRun is Workspace.DiscardDryRun in workspace ws.
+func (s *AgentSession) DiscardDryRun(ctx context.Context, ws store.WorkspaceID, id string) error {
+	if _, local, err := atOwner[bool](ctx, s, ws, "discardDryRun", id, CodeOptions{}); !local {
+		return err
+	}
+	return s.workspace(ws).discardDryRun(ctx, id, s.via)
 }
 
 // remote reports the node running workspace ws when it is another node of the cluster.
@@ -108,8 +124,12 @@ func (s *AgentSession) remote(ctx context.Context, ws store.WorkspaceID) (store.
 // follows the workspace when it moved before the call ran there (MOVED: the call did not run);
 // local reports that this node runs it, or nobody does, so the caller runs the call here.
 func atOwner[T any](ctx context.Context, s *AgentSession, ws store.WorkspaceID, op, arg string, opts CodeOptions) (out T, local bool, err error) {
-	for attempt := range movedAttempts {
-		if err := awaitMove(ctx, attempt); err != nil {
+	for m := s.k.followMoves(); ; {
+		more, werr := m.next(ctx)
+		if werr != nil {
+			return out, false, werr
+		}
+		if !more {
 			return out, false, err
 		}
 		node, ok := s.remote(ctx, ws)
@@ -120,7 +140,6 @@ func atOwner[T any](ctx context.Context, s *AgentSession, ws store.WorkspaceID, 
 			return out, false, err
 		}
 	}
-	return out, false, err
 }
 
 // onPeer runs an AgentSession call on the node running the workspace, as the same agent and
@@ -142,8 +161,9 @@ type peerMain struct {
 }
 
 // AgentCall runs an AgentSession call for another node's front end (named via), as the
-// session's agent: op is listBindings, describeBinding (arg: the binding's name) or
-// executeCode (arg: the code, with opts).
+// session's agent: op is listBindings, describeBinding (arg: the binding's name),
+// executeCode (arg: the code, with opts), commitDryRun or discardDryRun (arg: the dry run's
+// id; discardDryRun answers true).
 func (m *peerMain) AgentCall(ctx context.Context, ws store.WorkspaceID, via, op, arg string, opts CodeOptions) (any, error) {
 	if m.p.agent == nil {
 		return nil, fail(CodeUnauthorized, "agentCall takes an agent's session")
@@ -156,6 +176,10 @@ func (m *peerMain) AgentCall(ctx context.Context, ws store.WorkspaceID, via, op,
 		return s.DescribeBinding(ctx, ws, arg)
 	case "executeCode":
 		return s.ExecuteCode(ctx, ws, arg, opts)
+	case "commitDryRun":
+		return s.CommitDryRun(ctx, ws, arg)
+	case "discardDryRun":
+		return true, s.DiscardDryRun(ctx, ws, arg)
 	}
 	return nil, fail(CodeInvalidArgument, "agentCall: unknown call %q", op)
 }

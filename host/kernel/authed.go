@@ -148,7 +148,7 @@ func (a *Authed) OpenWorkspace(ctx context.Context, id store.WorkspaceID, shareK
 	}
 	r := a.k.routed(a.p, id, shareKey)
 	if _, err := r.GetProperty(ctx, "info"); err != nil {
-		return nil, wrapErr(err, "open workspace %s", id)
+		return nil, openFailed(err, id)
 	}
 	return r, nil
 }
@@ -166,7 +166,7 @@ func (a *Authed) openLocal(ctx context.Context, id store.WorkspaceID, shareKey s
 		return err
 	})
 	if err != nil {
-		return nil, wrapErr(err, "open workspace %s", id)
+		return nil, openFailed(err, id)
 	}
 	return &Workspace{k: a.k, p: a.p, id: id}, nil
 }

@@ -119,7 +119,7 @@ func (w *Workspace) CreateGadgetFromBlueprint(ctx context.Context, blueprintID, 
 		if err != nil {
 			return err
 		}
-		g, err = ov.createGadget(ctx, w.p, name, code, nil, bp.Grants, "from blueprint "+bp.ID)
+		g, err = ov.createGadget(ctx, w.p, name, code, nil, bp.Grants, "from blueprint "+bp.ID, "")
 		return err
 	})
 	if err != nil {

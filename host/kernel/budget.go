@@ -214,8 +214,11 @@ func (m *memAccount) charge(n, held, lifting int64) {
 // refused the call memory (a trap past the budget, or QuickJS's out-of-memory error): the call
 // failed for the quota, not for the instance's own budget.
 func (m *memAccount) explain(err error) error {
+	if err == nil { // before js, which errors.As moves to the heap: every call passes here
+		return nil
+	}
 	var js *jsruntime.Error
-	if err == nil || !errors.Is(err, runtime.ErrMemory) && !(errors.As(err, &js) && js.Message == "out of memory") {
+	if !errors.Is(err, runtime.ErrMemory) && !(errors.As(err, &js) && js.Message == "out of memory") {
 		return err
 	}
 	m.ov.k.gov.mu.Lock()

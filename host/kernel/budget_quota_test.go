@@ -42,12 +42,13 @@ func withQuotas(l quota.Limits) option {
 // workspace can make.
 func unlimitedCalls(c *kernel.Config) { c.Quotas.CallsPerSecond = quota.Unlimited }
 
-// hogs creates n hog gadgets in ws.
+// hogs creates hog gadgets in ws, one after the other (each creation over before the next).
 func hogs(t *testing.T, ws *capnweb.Promise, names ...string) map[string]*capnweb.Promise {
 	t.Helper()
 	out := map[string]*capnweb.Promise{}
 	for _, n := range names {
 		g := ws.Call(ctx, "createGadget", n, hogJS, jsGrants)
+		await(t, g.Call(ctx, "info"))
 		out[n] = g.Call(ctx, "connect")
 	}
 	return out
@@ -134,6 +135,11 @@ func TestHostMemoryQuota(t *testing.T) {
 	home := s.user(t, "ada").Call(ctx, "createWorkspace", "home")
 	other := s.user(t, "bob").Call(ctx, "createWorkspace", "other")
 	mine, theirs := hogs(t, home, "a", "b"), hogs(t, other, "x", "y", "z", "w")
+	// Every instance is started, and its first call over, before the fills: an instance
+	// starting meanwhile holds a reservation of its whole budget.
+	for _, app := range []*capnweb.Promise{mine["a"], mine["b"], theirs["x"], theirs["y"], theirs["z"], theirs["w"]} {
+		await(t, app.Call(ctx, "ping"))
+	}
 	usage := func() int64 { return s.k.HostUsage()["host_memory"] }
 	fillAll(t, usage, limit, mine["a"], mine["b"], theirs["x"])
 	// bob goes on filling past his fair share (half the host each): his own idle instances

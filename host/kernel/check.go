@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"atelier/host/runtime/wit/tsdecl"
 )
 
 // checkCode checks stored-form code against grants and returns the code's hash: a component
@@ -47,6 +49,13 @@ func (k *Kernel) checkComponent(ctx context.Context, code []byte, grants []strin
 	defer comp.Close()
 	if err := comp.Audit().Check(k.cfg.Runtime, k.grantSet(grants)); err != nil {
 		return fail(CodeInvalidArgument, "the component needs more than it was granted: %v", err)
+	}
+	if _, cols := tsdecl.Distinct(comp.Audit().PublicExports()); len(cols) > 0 {
+		msgs := make([]string, len(cols))
+		for i, c := range cols {
+			msgs[i] = c.String()
+		}
+		return fail(CodeInvalidArgument, "the component's exports collide: %s; callers could reach only one of each, so export one version of an interface and give functions names that differ once kebab-case becomes camelCase", strings.Join(msgs, "; "))
 	}
 	return nil
 }

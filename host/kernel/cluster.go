@@ -6,8 +6,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"atelier/capnweb"
-	"atelier/host/metrics"
 	"atelier/host/store"
 )
 
@@ -27,18 +28,25 @@ type Cluster interface {
 	// Dial opens a Cap'n Web session to node's kernel, whose main object is PeerMain of the
 	// token hash.
 	Dial(ctx context.Context, node store.NodeID, tokenHash string) (*capnweb.Session, error)
+	// LeaseTTL is how long a workspace's lease can outlive its node: a call that finds its
+	// workspace's node gone waits that long for the new owner before it fails.
+	LeaseTTL() time.Duration
 	// Status describes the cluster as this node sees it (for clusterStatus()).
 	Status(ctx context.Context) (any, error)
 	// Compact snapshots the state and compacts the log now (for compactLog()).
 	Compact(ctx context.Context) (any, error)
-	// WriteMetrics writes this node's cluster gauges (replica lag, leases held, ...).
-	WriteMetrics(t *metrics.TextWriter)
+	// Collector gives this node's cluster gauges (replica lag, leases held, ...); the kernel
+	// registers it on Config.Metrics.
+	prometheus.Collector
 }
 
 // PeerMain is the main object of a session another node opens for one of its clients: the
 // API of the principal whose token hash it names (the routes between nodes are
 // authenticated, so the node is trusted to have checked the token itself).
 func (k *Kernel) PeerMain(ctx context.Context, tokenHash string) (any, error) {
+	if tokenHash == hookPeerToken { // another node forwards a webhook request (hooksin.go)
+		return &hookPeer{k: k}, nil
+	}
 	p, err := k.principalOf(ctx, tokenHash)
 	if err != nil {
 		return nil, err
@@ -211,9 +219,13 @@ func (r *route) GetProperty(ctx context.Context, name string) (any, error) {
 // Calls are sent in order; awaiting lets the next call on the routed object go out.
 func (w *routedWorkspace) forward(ctx context.Context, steps []step, call func(at placed) (any, error)) (any, error) {
 	var last error
-	for attempt := range movedAttempts {
-		if err := awaitMove(ctx, attempt); err != nil {
+	for m := w.k.followMoves(); ; {
+		more, err := m.next(ctx)
+		if err != nil {
 			return nil, err
+		}
+		if !more {
+			break
 		}
 		at, err := w.target(ctx, steps)
 		if err != nil {
@@ -241,22 +253,48 @@ func (w *routedWorkspace) forward(ctx context.Context, steps []step, call func(a
 	return nil, wrapErr(last, "workspace %s keeps moving; try again", w.id)
 }
 
-// movedAttempts bounds how often a call follows its workspace to a new node (MOVED: the call
-// did not run).
-const movedAttempts = 6
+// moves paces a call that follows its workspace to a new node (MOVED: the call did not run
+// where it went). The old owner may hold the lease for a moment (a drain), or until the lease
+// runs out (a node that died): a call keeps following for the lease TTL and a half, so the
+// client sees a pause rather than an error, and at least minMoves times.
+type moves struct {
+	until   time.Time
+	attempt int
+}
 
-// awaitMove waits before attempt (from 0) of a call that found its workspace moved, longer at
-// each attempt, since the old owner may still hold the lease for a moment; it fails when ctx
-// ends first.
-func awaitMove(ctx context.Context, attempt int) error {
-	if attempt == 0 {
-		return nil
+const (
+	// minMoves is how often a call follows its workspace however short the lease TTL.
+	minMoves = 6
+	// maxMovePause bounds the pause between two attempts.
+	maxMovePause = 500 * time.Millisecond
+)
+
+// followMoves starts pacing one call's attempts.
+func (k *Kernel) followMoves() *moves {
+	m := &moves{until: time.Now()}
+	if c := k.cfg.Cluster; c != nil {
+		ttl := c.LeaseTTL()
+		m.until = m.until.Add(ttl + ttl/2)
 	}
+	return m
+}
+
+// next waits before the next attempt, longer at each one, and reports whether to make it
+// (false: the call followed long enough); it fails when ctx ends first.
+func (m *moves) next(ctx context.Context) (bool, error) {
+	m.attempt++
+	if m.attempt == 1 {
+		return true, nil
+	}
+	if m.attempt > minMoves && time.Now().After(m.until) {
+		return false, nil
+	}
+	pause := min(time.Duration(25<<min(m.attempt-1, 5))*time.Millisecond, maxMovePause)
 	select {
-	case <-time.After(time.Duration(25<<attempt) * time.Millisecond):
-		return nil
+	case <-time.After(pause):
+		return true, nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return false, ctx.Err()
 	}
 }
 
@@ -402,6 +440,12 @@ func dupStubs(v any) any {
 			out[k] = dupStubs(e)
 		}
 		return out
+	case capnweb.Object:
+		out := make(capnweb.Object, len(x))
+		for i, f := range x {
+			out[i] = capnweb.Field{Key: f.Key, Value: dupStubs(f.Value)}
+		}
+		return out
 	}
 	return v
 }
@@ -418,6 +462,10 @@ func eachStub(v any, f func(*capnweb.Stub)) {
 	case map[string]any:
 		for _, e := range x {
 			eachStub(e, f)
+		}
+	case capnweb.Object:
+		for _, fl := range x {
+			eachStub(fl.Value, f)
 		}
 	}
 }

@@ -12,7 +12,7 @@ import (
 // subscriptions lists the methods that register a client's callback, by the object they are
 // called on (as navigation does): in cluster mode their result is a routedSubscription.
 var subscriptions = map[int]map[string]bool{
-	0: {"subscribeGadgets": true, "subscribeConsole": true, "subscribeActions": true},
+	0: {"subscribeGadgets": true, "subscribeConsole": true, "subscribeActions": true, "subscribeChat": true},
 	1: {"subscribe": true, "logs": true},
 }
 

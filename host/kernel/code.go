@@ -6,6 +6,7 @@ import (
 
 	"atelier/host/runtime"
 	"atelier/host/runtime/wit"
+	"atelier/host/runtime/wit/tsdecl"
 	"atelier/host/store"
 )
 
@@ -100,7 +101,7 @@ func (c *codeCache) count() int {
 type surface struct {
 	exports   map[string]exportFunc    // RPC name -> the export (exportNames)
 	resources map[string]*resourceType // a component's exported resources (exportNames)
-	items     []wit.Item               // a component's exports; nil for a JS gadget
+	items     []wit.Item               // a component's public exports (Audit.PublicExports); nil for a JS gadget
 }
 
 // maxSurfaces bounds the remembered surfaces; the set starts over when full.
@@ -133,7 +134,7 @@ func (s *surfaces) component(sha string, comp *runtime.Component) *surface {
 	if sf := s.get(sha); sf != nil {
 		return sf
 	}
-	items := comp.Audit().Exports
+	items, _ := tsdecl.Distinct(comp.Audit().PublicExports()) // checkComponent refused collisions
 	exports, resources := exportNames(items)
 	sf := &surface{exports: exports, resources: resources, items: items}
 	s.put(sha, sf)

@@ -36,6 +36,10 @@ type CodeOptions struct {
 	// Gatekeepers binds the caller's gatekeeper accounts for this run, by binding name
 	// (name -> account id); users only (an agent's come from its scope).
 	Gatekeepers map[string]string `json:"gatekeepers"`
+	// DryRun runs every gadget call against a copy-on-write fork of the gadget's state and
+	// records gatekeeper actions instead of queuing them; the result's DryRun shows the diff,
+	// held for commitDryRun or discardDryRun (dryexec.go).
+	DryRun bool `json:"dryRun"`
 }
 
 // CodeResult is what a snippet did: its value, or the error it failed with, and its console.
@@ -46,6 +50,9 @@ type CodeResult struct {
 	Error *CodeError `json:"error,omitempty"`
 	// Console holds its console lines in order.
 	Console []ConsoleLine `json:"console"`
+	// DryRun is what a dry run would change (options.dryRun); its ID is "" when it would
+	// change nothing (then nothing is held).
+	DryRun *DryRunInfo `json:"dryRun,omitempty"`
 }
 
 // CodeError is why a snippet failed.
@@ -97,6 +104,7 @@ type codeBinding struct {
 	gadget store.Gadget
 	sf     *surface
 	log    *callLog
+	dry    *dryExec // the dry run its calls go to (nil: the gadget's actor)
 }
 
 var (
@@ -141,6 +149,14 @@ func (b *codeBinding) Call(ctx context.Context, method string, args []any) (any,
 		if err := b.w.p.checkGadget(b.w.id, rec.Name); err != nil {
 			return err
 		}
+		if b.dry != nil {
+			s, err := b.dry.shadowOf(ctx, ov, rec.ID)
+			if err != nil {
+				return err
+			}
+			res, err = s.call(ctx, method, args)
+			return err
+		}
 		a, err := ov.actor(ctx, rec.ID)
 		if err != nil {
 			return err
@@ -152,7 +168,7 @@ func (b *codeBinding) Call(ctx context.Context, method string, args []any) (any,
 		if err := fn.checkJSON(method, args); err != nil {
 			return err
 		}
-		res, err = a.call(ctx, fn.name, args)
+		res, err = a.call(ctx, fn.name, args) // records come in declaration order (wit.Lift)
 		return err
 	})
 	if err != nil {
@@ -216,7 +232,7 @@ func bindingNames(gadgets []string) map[string]string {
 // one. A gadget whose code does not load is left out (its load error is logged), and so is
 // one whose binding name an agent's gatekeeper binding takes; a user's gatekeeper binding may
 // not take a gadget's name.
-func (w *Workspace) codeBindings(ctx context.Context, log *callLog, gatekeepers map[string]string) (map[string]envBinding, error) {
+func (w *Workspace) codeBindings(ctx context.Context, log *callLog, gatekeepers map[string]string, dry *dryExec) (map[string]envBinding, error) {
 	out := map[string]envBinding{}
 	err := w.enter(ctx, store.RoleUse, "executeCode", func(ov *overseer) error {
 		gs, err := ov.gadgetsOf(w.p)
@@ -237,7 +253,7 @@ func (w *Workspace) codeBindings(ctx context.Context, log *callLog, gatekeepers 
 				w.k.log.Warn("executeCode: a gadget did not load; left out of env", "workspace", w.id, "gadget", g.Name, "err", err)
 				continue
 			}
-			out[bn[g.Name]] = &codeBinding{w: w, name: bn[g.Name], gadget: g, sf: sf, log: log}
+			out[bn[g.Name]] = &codeBinding{w: w, name: bn[g.Name], gadget: g, sf: sf, log: log, dry: dry}
 		}
 		return nil
 	})
@@ -247,7 +263,7 @@ func (w *Workspace) codeBindings(ctx context.Context, log *callLog, gatekeepers 
 	if w.p.agent != nil {
 		gatekeepers = w.p.agent.Scope.Workspaces[w.id].Gatekeepers
 	}
-	gks, err := w.gatekeeperBindings(ctx, gatekeepers, log)
+	gks, err := w.gatekeeperBindings(ctx, gatekeepers, log, dry)
 	if err != nil {
 		return nil, err
 	}
@@ -263,9 +279,10 @@ func (w *Workspace) codeBindings(ctx context.Context, log *callLog, gatekeepers 
 	return out, nil
 }
 
-// listBindings describes the caller's bindings, sorted by name.
-func (w *Workspace) listBindings(ctx context.Context) ([]BindingInfo, error) {
-	bs, err := w.codeBindings(ctx, &callLog{}, nil)
+// listBindings describes the caller's bindings, sorted by name; gatekeepers adds accounts
+// by binding name (a chat's, or a snippet's options).
+func (w *Workspace) listBindings(ctx context.Context, gatekeepers map[string]string) ([]BindingInfo, error) {
+	bs, err := w.codeBindings(ctx, &callLog{}, gatekeepers, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -276,9 +293,10 @@ func (w *Workspace) listBindings(ctx context.Context) ([]BindingInfo, error) {
 	return out, nil
 }
 
-// describeBinding returns TypeScript declarations of one of the caller's bindings.
-func (w *Workspace) describeBinding(ctx context.Context, name string) (string, error) {
-	bs, err := w.codeBindings(ctx, &callLog{}, nil)
+// describeBinding returns TypeScript declarations of one of the caller's bindings (gatekeepers
+// as for listBindings).
+func (w *Workspace) describeBinding(ctx context.Context, gatekeepers map[string]string, name string) (string, error) {
+	bs, err := w.codeBindings(ctx, &callLog{}, gatekeepers, nil)
 	if err != nil {
 		return "", err
 	}
@@ -317,7 +335,12 @@ func (w *Workspace) executeCode(ctx context.Context, code string, opts CodeOptio
 	}
 	defer done()
 	log := &callLog{}
-	bs, err := w.codeBindings(ctx, log, opts.Gatekeepers)
+	var dry *dryExec
+	if opts.DryRun {
+		dry = newDryExec(w, maxDryRunBytes)
+		defer dry.close()
+	}
+	bs, err := w.codeBindings(ctx, log, opts.Gatekeepers, dry)
 	if err != nil {
 		return CodeResult{}, err
 	}
@@ -355,7 +378,15 @@ func (w *Workspace) executeCode(ctx context.Context, code string, opts CodeOptio
 	}
 	sum := sha256.Sum256([]byte(code))
 	detail := fmt.Sprintf("via %s; snippet sha256:%s (%d bytes); %v; %s; %s", via, hex.EncodeToString(sum[:6]), len(code), took.Round(time.Millisecond), log, outcome)
-	if err := w.k.withCachedOverseer(ctx, w.id, &w.ov, func(ov *overseer) error { return ov.audit(ctx, w.p, "code.execute", "executeCode", detail) }); err != nil {
+	action := "code.execute"
+	if dry != nil {
+		action = "code.dry_run"
+		if out.DryRun, err = w.holdDryRun(dry); err != nil {
+			return CodeResult{}, wrapErr(err, "executeCode")
+		}
+		detail += "; " + dryRunSummary(out.DryRun)
+	}
+	if err := w.k.withCachedOverseer(ctx, w.id, &w.ov, func(ov *overseer) error { return ov.audit(ctx, w.p, action, "executeCode", detail) }); err != nil {
 		return CodeResult{}, wrapErr(err, "executeCode: audit")
 	}
 	return out, nil
@@ -391,11 +422,11 @@ func (w *Workspace) ExecuteCode(ctx context.Context, code string, opts CodeOptio
 
 // ListBindings lists the caller's Code Mode bindings here: [{name, gadget, methods}].
 func (w *Workspace) ListBindings(ctx context.Context) ([]BindingInfo, error) {
-	return w.listBindings(ctx)
+	return w.listBindings(ctx, nil)
 }
 
 // DescribeBinding returns TypeScript declarations of binding name, generated from the gadget's
 // WIT exports.
 func (w *Workspace) DescribeBinding(ctx context.Context, name string) (string, error) {
-	return w.describeBinding(ctx, name)
+	return w.describeBinding(ctx, nil, name)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"atelier/host/auth"
+	"atelier/host/gatekeeper"
 	"atelier/host/quota"
 	"atelier/host/runtime"
 	"atelier/host/runtime/wit"
@@ -100,7 +101,7 @@ func codeOf(err error) Code {
 		return CodeFailedPrecondition
 	case errors.Is(err, store.ErrOwnedElsewhere):
 		return CodeMoved
-	case errors.Is(err, auth.ErrBusy):
+	case errors.Is(err, auth.ErrBusy), errors.Is(err, gatekeeper.ErrUnavailable):
 		return CodeUnavailable
 	}
 	return CodeInternal
@@ -110,6 +111,9 @@ func codeOf(err error) Code {
 // result, a snippet's value, a gatekeeper's response) the code RESOURCE_EXHAUSTED and a
 // message that says what to do; what names the value. Other errors pass unchanged.
 func tooLarge(err error, what string) error {
+	if err == nil { // before se, which errors.As moves to the heap: every call passes here
+		return nil
+	}
 	var se *wit.SizeError
 	if !errors.As(err, &se) {
 		return err

@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"context"
 	"syscall"
 	"testing"
 	"time"
@@ -40,4 +41,25 @@ func (k *Kernel) WorkspaceUsage(name string) map[string]int64 {
 		}
 	}
 	return nil
+}
+
+// testModels resolves every user's chat models from a fixed set.
+type testModels struct {
+	specs        map[string]ModelSpec
+	instructions string
+}
+
+func (m testModels) modelSpec(_ context.Context, _ string, id string) (ModelSpec, error) {
+	spec, ok := m.specs[id]
+	if !ok {
+		return ModelSpec{}, fail(CodeNotFound, "no model %q", id)
+	}
+	return spec, nil
+}
+
+func (m testModels) agentInstructions(context.Context) string { return m.instructions }
+
+// SetTestModels makes the kernel's chats use specs (by id, for every user) and instructions.
+func (k *Kernel) SetTestModels(specs map[string]ModelSpec, instructions string) {
+	k.models = testModels{specs: specs, instructions: instructions}
 }

@@ -73,7 +73,7 @@ func (g *Gadget) Deploy(ctx context.Context, code any, grants []string, client *
 		return info, wrapErr(err, "deploy %s", g.name)
 	}
 	err = g.enter(ctx, store.RoleBuild, "deploy", func(ov *overseer, rec store.Gadget) error {
-		rec, err := ov.deploy(ctx, g.w.p, rec.ID, bin, client, grants)
+		rec, err := ov.deploy(ctx, g.w.p, rec.ID, bin, client, grants, "")
 		info = ov.infoOf(rec)
 		return err
 	})
@@ -118,7 +118,8 @@ func (g *Gadget) Delete(ctx context.Context) error {
 	})
 }
 
-// Inspect returns the audit lines of the current version's imports and exports.
+// Inspect returns the lines of the current version's imports and exports, each type under
+// the name the component gives it (runtime.Component.Describe).
 func (g *Gadget) Inspect(ctx context.Context) (lines []string, err error) {
 	err = g.enter(ctx, store.RoleUse, "inspect", func(ov *overseer, rec store.Gadget) error {
 		a, err := ov.actor(ctx, rec.ID)
@@ -126,7 +127,14 @@ func (g *Gadget) Inspect(ctx context.Context) (lines []string, err error) {
 			return err
 		}
 		if a.prog.comp != nil {
-			lines = a.prog.comp.Audit().Lines()
+			code, err := g.w.k.st.Code(ctx, a.sha)
+			if err != nil {
+				return wrapErr(err, "inspect gadget %s", rec.Name)
+			}
+			// A component Wasmtime runs but witdecode cannot read is described by its
+			// structural types: Describe returns those lines with the error.
+			d, _ := a.prog.comp.Describe(code)
+			lines = d.Lines()
 		} else {
 			lines = jsAudit(a.prog.files, slices.Sorted(maps.Keys(a.exports)))
 		}

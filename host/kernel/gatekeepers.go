@@ -1,10 +1,12 @@
 package kernel
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -21,6 +23,9 @@ import (
 type gatekeepers struct {
 	mu  sync.Mutex
 	gks map[string]*gatekeeper.Gatekeeper
+	// builtins are the gatekeepers that run in the host (the MCP gatekeeper), by ID: always
+	// available, never installed or removed (builtin.go).
+	builtins map[string]*gatekeeper.Gatekeeper
 }
 
 // GatekeeperInfo describes an installed gatekeeper package.
@@ -40,12 +45,18 @@ type GatekeeperInfo struct {
 	// bindings only).
 	Session   *gatekeeper.SessionAPI `json:"session"`
 	Installed time.Time              `json:"installed"`
+	// OAuth is true when accounts connect by OAuth (the manifest declares oauth); then
+	// OAuthClient says whether the admin configured the client (setOAuthClient).
+	OAuth       bool `json:"oauth,omitempty"`
+	OAuthClient bool `json:"oauthClient,omitempty"`
 }
 
 // GatekeeperCredential names one credential of a package.
 type GatekeeperCredential struct {
 	Name        string `json:"name"`
 	Description string `json:"description"`
+	// Optional credentials may be left out of connectAccount.
+	Optional bool `json:"optional,omitempty"`
 }
 
 func gatekeeperInfo(rec store.GatekeeperRecord) (GatekeeperInfo, error) {
@@ -55,8 +66,9 @@ func gatekeeperInfo(rec store.GatekeeperRecord) (GatekeeperInfo, error) {
 	}
 	info := GatekeeperInfo{ID: rec.ID, Name: rec.Name, Version: rec.Version, Vendor: rec.Vendor, Format: rec.Format, Size: rec.Size,
 		Credentials: []GatekeeperCredential{}, Resources: m.Resources, AutoApprovable: m.AutoApprovable, Session: m.Session, Installed: rec.Created}
+	info.OAuth, info.OAuthClient = m.OAuth != nil, rec.OAuthClient != nil
 	for _, c := range m.Credentials {
-		info.Credentials = append(info.Credentials, GatekeeperCredential{Name: c.Name, Description: c.Description})
+		info.Credentials = append(info.Credentials, GatekeeperCredential{Name: c.Name, Description: c.Description, Optional: c.Optional})
 	}
 	if info.AutoApprovable == nil {
 		info.AutoApprovable = []string{}
@@ -100,6 +112,9 @@ func (k *Kernel) installPackage(ctx context.Context, p *gatekeeper.Package) (*ga
 
 // gatekeeper returns installed package id, compiling it from the store on first use.
 func (k *Kernel) gatekeeper(ctx context.Context, id string) (*gatekeeper.Gatekeeper, error) {
+	if gk := k.gks.builtins[id]; gk != nil {
+		return gk, nil
+	}
 	k.gks.mu.Lock()
 	defer k.gks.mu.Unlock()
 	if gk := k.gks.gks[id]; gk != nil {
@@ -121,13 +136,17 @@ func (k *Kernel) gatekeeper(ctx context.Context, id string) (*gatekeeper.Gatekee
 	return gk, nil
 }
 
-// closeGatekeepers releases every compiled package.
+// closeGatekeepers releases every compiled package and the built-in gatekeepers (whose
+// cached connections and stdio server processes would otherwise outlive the kernel).
 func (k *Kernel) closeGatekeepers() {
 	k.gks.mu.Lock()
 	defer k.gks.mu.Unlock()
 	for id, gk := range k.gks.gks {
 		gk.Close()
 		delete(k.gks.gks, id)
+	}
+	for _, gk := range k.gks.builtins {
+		gk.Close()
 	}
 }
 
@@ -181,10 +200,22 @@ func (a *Authed) InstallGatekeeper(ctx context.Context, archive []byte) (Gatekee
 	return gatekeeperInfo(rec)
 }
 
-// ListGatekeepers lists the installed gatekeeper packages.
+// boolInt is 1 for true.
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// ListGatekeepers lists the installed gatekeeper packages, then the built-in gatekeepers
+// (format "builtin": the MCP gatekeeper, always available).
 func (a *Authed) ListGatekeepers(ctx context.Context) ([]GatekeeperInfo, error) {
 	if err := a.p.check(); err != nil {
 		return nil, err
+	}
+	if err := a.k.recordBuiltins(ctx); err != nil {
+		return nil, wrapErr(err, "list gatekeepers")
 	}
 	recs, err := a.k.st.Gatekeepers(ctx)
 	if err != nil {
@@ -198,6 +229,10 @@ func (a *Authed) ListGatekeepers(ctx context.Context) ([]GatekeeperInfo, error) 
 		}
 		out = append(out, info)
 	}
+	// The installed packages first, then the built-in gatekeepers.
+	slices.SortStableFunc(out, func(a, b GatekeeperInfo) int {
+		return cmp.Compare(boolInt(a.Format == gatekeeper.FormatBuiltin), boolInt(b.Format == gatekeeper.FormatBuiltin))
+	})
 	return out, nil
 }
 
@@ -206,6 +241,9 @@ func (a *Authed) ListGatekeepers(ctx context.Context) ([]GatekeeperInfo, error) 
 func (a *Authed) RemoveGatekeeper(ctx context.Context, id string) error {
 	if err := a.adminOnly("removeGatekeeper"); err != nil {
 		return err
+	}
+	if a.k.gks.builtins[id] != nil {
+		return fail(CodeFailedPrecondition, "remove gatekeeper: %s is built into the server; it cannot be removed", id)
 	}
 	k := a.k
 	k.gks.mu.Lock()

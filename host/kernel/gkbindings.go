@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"atelier/host/capability/outboundhttp"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"atelier/host/capability/kv"
 	"atelier/host/gatekeeper"
 	"atelier/host/runtime/wit"
 	"atelier/host/store"
@@ -111,6 +113,9 @@ func invokeSession(ctx context.Context, sess *gatekeeper.Session, name, method s
 	if errors.Is(err, wit.ErrTooLarge) {
 		return nil, wrapErr(tooLarge(err, "its response"), "binding %q: %s", name, method)
 	}
+	if errors.Is(err, gatekeeper.ErrUnavailable) {
+		return nil, &Error{Code: CodeUnavailable, Msg: "binding " + name + ": " + method + ": " + err.Error(), Err: err}
+	}
 	if err != nil {
 		return nil, &Error{Code: CodeGadgetError, Msg: "binding " + name + ": " + method + ": " + err.Error(), Err: err}
 	}
@@ -124,16 +129,29 @@ func invokeSession(ctx context.Context, sess *gatekeeper.Session, name, method s
 // startInstance starts an instance of the account's gatekeeper whose observations and
 // actions go to the workspace's queue and whose kv is the account's durable state.
 func (ov *overseer) startInstance(ctx context.Context, acct store.GatekeeperAccount) (*gatekeeper.Instance, error) {
+	return ov.startInstanceWith(ctx, acct, ov.queue, ov.accountState(acct))
+}
+
+// accountState is the durable kv state of a gatekeeper account.
+func (ov *overseer) accountState(acct store.GatekeeperAccount) *accountKV {
+	return &accountKV{st: ov.k.st, account: acct.ID, quota: ov.k.cfg.GadgetQuota}
+}
+
+// startInstanceWith starts an instance of the account's gatekeeper whose observations and
+// actions go to q and whose kv is state (a dry run's are its own, dryexec.go).
+func (ov *overseer) startInstanceWith(ctx context.Context, acct store.GatekeeperAccount, q gatekeeper.Queue, state kv.Store) (*gatekeeper.Instance, error) {
 	gk, err := ov.k.gatekeeper(ctx, acct.Gatekeeper)
 	if err != nil {
 		return nil, err
 	}
-	creds, err := ov.k.openCredentials(acct)
-	if err != nil {
+	var creds map[string]string
+	var token outboundhttp.TokenSource
+	if gk.Package.Manifest.OAuth != nil {
+		token = accountToken{k: ov.k, account: acct.ID}
+	} else if creds, err = ov.k.openCredentials(acct); err != nil {
 		return nil, err
 	}
-	state := &accountKV{st: ov.k.st, account: acct.ID, quota: ov.k.cfg.GadgetQuota}
-	return gk.Start(ctx, gatekeeper.Account{Name: acct.ID, Resource: acct.Resource, Credentials: creds, Queue: ov.queue, Store: state, Limits: ov.k.cfg.Limits,
+	return gk.Start(ctx, gatekeeper.Account{Name: acct.ID, Resource: acct.Resource, Credentials: creds, Token: token, Queue: q, Store: state, Limits: ov.k.cfg.Limits,
 		Memory: ov.newAccount(nil)})
 }
 
@@ -144,6 +162,12 @@ func (ov *overseer) openLink(ctx context.Context, caller string, acct store.Gate
 	if err != nil {
 		return nil, err
 	}
+	return openSession(ctx, inst, caller, acct)
+}
+
+// openSession opens a session of inst, an instance of the account's gatekeeper, for caller;
+// inst is closed when that fails.
+func openSession(ctx context.Context, inst *gatekeeper.Instance, caller string, acct store.GatekeeperAccount) (*link, error) {
 	sess, err := inst.OpenSession(ctx, caller)
 	if err != nil {
 		inst.Close()
@@ -159,7 +183,16 @@ func (ov *overseer) bindGatekeeper(ctx context.Context, p *principal, id store.G
 	if account == "" {
 		action = "gadget.unbindGatekeeper"
 	}
+	// The binding's hooks go in the same commit when it is removed or bound to another account
+	// (hooks.go): they were registered with the old account.
+	var gone []store.Hook
+	stale := func(h store.Hook) bool { return h.Gadget == id && h.Binding == name && h.Account != account }
 	_, err := ov.updateGadget(ctx, p, id, action, false, func(g *store.Gadget) ([]store.Mutation, string, error) {
+		var err error
+		if gone, err = ov.hooksWhere(stale); err != nil {
+			return nil, "", err
+		}
+		muts := hookMutations(gone, p.name(), "its binding was removed or bound to another account")
 		gks := make(map[string]string, len(g.Gatekeepers)+1)
 		for k, v := range g.Gatekeepers {
 			gks[k] = v
@@ -170,15 +203,19 @@ func (ov *overseer) bindGatekeeper(ctx context.Context, p *principal, id store.G
 				return nil, "", fail(CodeNotFound, "gadget %s has no gatekeeper binding %q", g.Name, name)
 			}
 			delete(gks, name)
-			return nil, name, nil
+			return muts, name, nil
 		}
 		if _, ok := g.Bindings[name]; ok {
 			return nil, "", fail(CodeConflict, "gadget %s already binds a gadget as %q", g.Name, name)
 		}
 		gks[name] = account
-		return nil, name + " -> account " + account, nil
+		return muts, name + " -> account " + account, nil
 	})
 	ov.links.cut(linkKey{id, name})
+	if err == nil {
+		ov.hooksRemoved(gone)
+		ov.sweepHooks(ctx, stale, p.name(), "its binding was removed or bound to another account")
+	}
 	return err
 }
 

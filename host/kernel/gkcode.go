@@ -26,14 +26,24 @@ type gatekeeperBinding struct {
 	account store.GatekeeperAccount
 	gk      *gatekeeper.Gatekeeper
 	log     *callLog
+	dry     *dryExec // the dry run whose session it calls (nil: the workspace's)
+	// methods are the session's methods when the gatekeeper's guest lists them itself
+	// (gatekeeper.Gatekeeper.DynamicSession: an MCP server's tools); nil: the manifest's.
+	methods []string
 
 	mu     sync.Mutex
 	l      *link // started by the first call
 	closed bool
 }
 
-// Methods implements jsruntime.Binding: the methods the manifest's session API declares.
-func (b *gatekeeperBinding) Methods() []string { return b.gk.Package.Manifest.Session.Methods }
+// Methods implements jsruntime.Binding: the methods the manifest's session API declares, or
+// those the guest lists (an MCP server's tools).
+func (b *gatekeeperBinding) Methods() []string {
+	if b.methods != nil {
+		return b.methods
+	}
+	return b.gk.Package.Manifest.Session.Methods
+}
 
 // Call implements jsruntime.Binding: the caller's role, agent scope and account are checked
 // again, then method runs on the binding's session, bounded by the call timeout.
@@ -53,7 +63,7 @@ func (b *gatekeeperBinding) Call(ctx context.Context, method string, args []any)
 		if err != nil {
 			return err
 		}
-		res, err = invokeSession(ctx, l.sess, b.name, method, args)
+		res, err = invokeSession(b.dry.tag(ctx, b.name, method, args), l.sess, b.name, method, args)
 		return err
 	})
 	if err != nil {
@@ -68,6 +78,10 @@ func (b *gatekeeperBinding) session(ctx context.Context, ov *overseer) (*link, e
 	defer b.mu.Unlock()
 	if b.closed {
 		return nil, fail(CodeFailedPrecondition, "binding %q: the snippet has ended", b.name)
+	}
+	if b.dry != nil {
+		l, err := b.dry.link(ctx, ov, linkKey{name: b.name}, b.w.p.name(), b.account)
+		return l, wrapErr(err, "binding %q", b.name)
 	}
 	if b.l == nil {
 		l, err := ov.openLink(ctx, b.w.p.name(), b.account)
@@ -136,7 +150,7 @@ func (p *principal) checkAccount(ctx context.Context, ws store.WorkspaceID, name
 
 // gatekeeperBindings resolves the gatekeeper bindings of a snippet (name -> account id) to
 // accounts of p's user whose gatekeepers declare a session API.
-func (w *Workspace) gatekeeperBindings(ctx context.Context, want map[string]string, log *callLog) (map[string]*gatekeeperBinding, error) {
+func (w *Workspace) gatekeeperBindings(ctx context.Context, want map[string]string, log *callLog, dry *dryExec) (map[string]*gatekeeperBinding, error) {
 	out := make(map[string]*gatekeeperBinding, len(want))
 	for name, id := range want {
 		acct, err := w.p.checkAccount(ctx, w.id, name, id)
@@ -147,7 +161,13 @@ func (w *Workspace) gatekeeperBindings(ctx context.Context, want map[string]stri
 		if err != nil {
 			return nil, err
 		}
-		out[name] = &gatekeeperBinding{w: w, name: name, account: acct, gk: gk, log: log}
+		b := &gatekeeperBinding{w: w, name: name, account: acct, gk: gk, log: log, dry: dry}
+		if gk.DynamicSession() {
+			if b.methods, err = w.k.sessionMethods(ctx, gk, acct); err != nil {
+				return nil, wrapErr(err, "gatekeeper binding %q", name)
+			}
+		}
+		out[name] = b
 	}
 	return out, nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -212,10 +213,11 @@ func (q *queue) apply(ctx context.Context, id uint64, auto bool, muts ...store.M
 	})
 }
 
-// reject rejects pending action id, tells its gatekeeper and commits that with muts.
-func (q *queue) reject(ctx context.Context, id uint64, muts ...store.Mutation) error {
+// reject rejects pending action id for reason (may be empty), tells its gatekeeper and
+// commits that with muts.
+func (q *queue) reject(ctx context.Context, id uint64, reason string, muts ...store.Mutation) error {
 	return q.decide(ctx, id, muts, func(inst *gatekeeper.Instance, e *store.QueuedAction) error {
-		e.State = string(gatekeeper.Rejected)
+		e.State, e.Result = string(gatekeeper.Rejected), reason
 		if err := inst.RejectAction(ctx, id, e.Payload); err != nil {
 			return fmt.Errorf("reject action %d: %w", id, err)
 		}
@@ -266,7 +268,8 @@ func (q *queue) list(query ActionsQuery) ([]ActionInfo, error) {
 func actionInfos(entries []store.QueuedAction) []ActionInfo {
 	out := make([]ActionInfo, len(entries))
 	for i, e := range entries {
-		out[i] = ActionInfo{ID: e.ID, Type: e.Type, State: e.State, Account: e.Account, Resource: e.Resource,
+		name, _, _ := strings.Cut(e.Package, "@") // the package is "name@version (digest)"
+		out[i] = ActionInfo{ID: e.ID, Type: e.Type, State: e.State, Account: e.Account, Gatekeeper: name, Resource: e.Resource,
 			Caller: e.Caller, Title: e.Title, Description: e.Description, Kind: e.KindTag, AutoApproved: e.AutoApproved, Result: e.Result}
 	}
 	return out
@@ -403,10 +406,12 @@ func (q *queue) setRule(ctx context.Context, rule store.ApprovalRule, enabled bo
 
 // ActionInfo is one line of a workspace's action log.
 type ActionInfo struct {
-	ID          uint64 `json:"id"`
-	Type        string `json:"type"`  // "observation" or "action"
-	State       string `json:"state"` // recorded, pending, applied, failed, rejected, reverted
-	Account     string `json:"account"`
+	ID      uint64 `json:"id"`
+	Type    string `json:"type"`  // "observation" or "action"
+	State   string `json:"state"` // recorded, pending, applied, failed, rejected, reverted
+	Account string `json:"account"`
+	// Gatekeeper is the name of the gatekeeper whose package made the entry.
+	Gatekeeper  string `json:"gatekeeper,omitempty"`
 	Resource    string `json:"resource"`
 	Caller      string `json:"caller"`
 	Title       string `json:"title"`
@@ -458,9 +463,24 @@ func (w *Workspace) ApproveAction(ctx context.Context, id uint64) error {
 	return w.decide(ctx, "approveAction", id, func(ov *overseer, audit store.Mutation) error { return ov.queue.apply(ctx, id, false, audit) })
 }
 
+// maxKindTag bounds the action kind an auto-approval rule names, in bytes.
+const maxKindTag = 256
+
+// maxRejectReason bounds the reason a person gives for rejecting an action, in bytes.
+const maxRejectReason = 1024
+
 // RejectAction drops pending action id; the gatekeeper is told, the service is left as is.
-func (w *Workspace) RejectAction(ctx context.Context, id uint64) error {
-	return w.decide(ctx, "rejectAction", id, func(ov *overseer, audit store.Mutation) error { return ov.queue.reject(ctx, id, audit) })
+// reason (optional, at most 1 KiB) is kept as the entry's result and in the audit line.
+func (w *Workspace) RejectAction(ctx context.Context, id uint64, reason string) error {
+	if len(reason) > maxRejectReason {
+		return fail(CodeInvalidArgument, "rejectAction: the reason has %d bytes: at most %d", len(reason), maxRejectReason)
+	}
+	return w.decide(ctx, "rejectAction", id, func(ov *overseer, audit store.Mutation) error {
+		if reason != "" {
+			audit.Audit.Detail += ": " + reason
+		}
+		return ov.queue.reject(ctx, id, reason, audit)
+	})
 }
 
 // decide runs a decision on action id once the caller is found to own its account; fn
@@ -506,7 +526,7 @@ func (w *Workspace) SetAutoApprove(ctx context.Context, gatekeeperID, kind strin
 	if err != nil {
 		return wrapErr(err, "setAutoApprove")
 	}
-	if !slices.Contains(info.AutoApprovable, kind) {
+	if m := (gatekeeper.Manifest{Format: info.Format, AutoApprovable: info.AutoApprovable}); !m.AutoApproves(kind) || len(kind) > maxKindTag {
 		return fail(CodeInvalidArgument, "setAutoApprove: %s does not allow auto-approving %.40q (it allows %v)", info.Name, kind, info.AutoApprovable)
 	}
 	accts, err := w.k.st.Accounts(ctx, w.p.userID)
@@ -528,4 +548,47 @@ func (w *Workspace) SetAutoApprove(ctx context.Context, gatekeeperID, kind strin
 		}
 		return nil
 	})
+}
+
+// AutoApproveRule is one of the caller's auto-approval rules in a workspace.
+type AutoApproveRule struct {
+	// Gatekeeper is the package id the rule covers.
+	Gatekeeper string `json:"gatekeeper"`
+	// Name is the gatekeeper's name ("" when the package was removed since).
+	Name string `json:"name"`
+	// Kind is the action kind tag the rule approves.
+	Kind string `json:"kind"`
+}
+
+// ListAutoApprove lists the caller's auto-approval rules in this workspace (setAutoApprove's),
+// by gatekeeper and kind. Agents have none (FORBIDDEN, as for setAutoApprove).
+func (w *Workspace) ListAutoApprove(ctx context.Context) ([]AutoApproveRule, error) {
+	if w.p.agent != nil {
+		return nil, fail(CodeForbidden, "listAutoApprove: agents have no approval rules")
+	}
+	out := []AutoApproveRule{}
+	err := w.enter(ctx, store.RoleUse, "listAutoApprove", func(ov *overseer) error {
+		return wrapErr(ov.queue.locked(func() error {
+			for r := range ov.queue.rules {
+				if r.Owner == w.p.userID {
+					out = append(out, AutoApproveRule{Gatekeeper: r.Gatekeeper, Kind: r.Kind})
+				}
+			}
+			return nil
+		}), "listAutoApprove")
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range out {
+		if rec, _, err := w.k.st.Gatekeeper(ctx, r.Gatekeeper); err == nil {
+			if info, err := gatekeeperInfo(rec); err == nil {
+				out[i].Name = info.Name
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b AutoApproveRule) int {
+		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.Gatekeeper, b.Gatekeeper), cmp.Compare(a.Kind, b.Kind))
+	})
+	return out, nil
 }

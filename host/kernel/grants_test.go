@@ -20,7 +20,7 @@ var refusedGrants = map[string]string{
 	"wasi:sockets/ip-name-lookup@0.2.0":    "grant wasi:sockets/ip-name-lookup@0.2.0: sockets are never granted",
 	"wasi:filesystem/types":                "grant wasi:filesystem/types: the filesystem is never granted",
 	"wasi:http/outgoing-handler":           "grant wasi:http/outgoing-handler: HTTP is never granted",
-	"atelier:host/nonsense":                "grant atelier:host/nonsense: no such interface; the host provides atelier:host/bindings, atelier:host/clock, atelier:host/events, atelier:host/kv, atelier:host/log",
+	"atelier:host/nonsense":                "grant atelier:host/nonsense: no such interface; the host provides atelier:host/bindings, atelier:host/clock, atelier:host/events, atelier:host/hooks, atelier:host/kv, atelier:host/log",
 	"atelier:gatekeeper/outbound-http":     "grant atelier:gatekeeper/outbound-http: no such interface",
 	"wasi:keyvalue/store":                  "grant wasi:keyvalue/store: no such interface",
 	"atelier:host/kv@0.1.0\x00":            `grant "atelier:host/kv@0.1.0\x00": not an interface name`,

@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"atelier/capnweb"
 	"atelier/host/capability/bindings"
 	"atelier/host/capability/events"
 	"atelier/host/capability/kv"
@@ -42,6 +43,9 @@ func isBundle(code []byte) bool { return bytes.HasPrefix(code, gzipMagic) }
 // gadget's files brought (nil: none).
 func (k *Kernel) normalizeCode(code any) ([]byte, *string, error) {
 	var files map[string]string
+	if o, ok := code.(capnweb.Object); ok { // {filename: source} from Cap'n Web
+		code = o.Map()
+	}
 	switch c := code.(type) {
 	case []byte:
 		if !isBundle(c) {

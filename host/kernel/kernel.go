@@ -30,6 +30,7 @@
 package kernel
 
 import (
+	"atelier/host/gatekeeper/mcpgk"
 	"context"
 	"errors"
 	"log/slog"
@@ -39,14 +40,19 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"atelier/capnweb"
 	"atelier/host/auth"
 	"atelier/host/capability/clock"
 	"atelier/host/capability/events"
+	"atelier/host/capability/hooks"
 	"atelier/host/capability/kv"
 	hostlog "atelier/host/capability/log"
+	"atelier/host/capability/outboundhttp"
 	"atelier/host/gatekeeper"
 	"atelier/host/gatekeeper/extism"
+	"atelier/host/metrics"
 	"atelier/host/quota"
 	"atelier/host/runtime"
 	"atelier/host/store"
@@ -108,23 +114,63 @@ type Config struct {
 	Extism *extism.Engine
 	// ScheduleMinEvery is the shortest period a schedule may have (1 second).
 	ScheduleMinEvery time.Duration
-	// ScheduleTick is how often the scheduler looks for due schedules (250 ms).
+	// ScheduleTick is how often the scheduler looks for due schedules and hook polls, and
+	// for notify hooks to watch (250 ms).
 	ScheduleTick time.Duration
+	// HookRate and HookBurst limit each hook's inbound webhook requests, as a token bucket
+	// (10 per second, bursts of 20): past them a request is answered 429.
+	HookRate  float64
+	HookBurst int
+	// HookInflight bounds the inbound webhook requests handled at once, server-wide (64): past
+	// it a request is answered 503.
+	HookInflight int
 	// Cluster, if set, runs the kernel as one node of a cluster (host/cluster): a workspace
 	// runs on the node holding its lease, and calls reach it through routed workspace objects.
 	Cluster Cluster
-	// KeyFile is the vault key that seals gatekeeper credentials, created (mode 0600) on
-	// first use. Keep it outside the data file (atelier serve: DATA.key); empty refuses
-	// connectAccount.
+	// KeyFile is the vault key that seals gatekeeper credentials and models' API keys,
+	// created (mode 0600) on first use. Keep it outside the data file (atelier serve:
+	// DATA.key); empty refuses connectAccount and addModel with a key.
 	KeyFile string
+	// PublicURL is the URL users reach this server at (atelier serve --public-url); an OAuth
+	// flow's redirect_uri is PublicURL + "/oauth/callback". Empty: the origin of the session
+	// that starts the flow (its Origin header, or http:// and its Host header).
+	PublicURL string
+	// OAuthEgress configures the host's own requests to OAuth token endpoints (AllowAddrs:
+	// the loopback or private addresses allowed; the body and time limits are the host's own).
+	OAuthEgress outboundhttp.Options
+	// OAuthRefreshMargin: an OAuth access token that expires within it is refreshed before
+	// use (60 s).
+	OAuthRefreshMargin time.Duration
+	// ModelAllowAddrs are the loopback or private "ip:port" addresses the agent may reach
+	// model endpoints at (an Ollama on 127.0.0.1:11434); the agent's egress refuses every
+	// other non-public address. addModel accepts any URL; this decides what requests reach,
+	// and listModels says of a model whose base URL is a refused address (ModelInfo.Refused).
+	ModelAllowAddrs []string
+	// MCP configures the built-in MCP gatekeeper (host/gatekeeper/mcpgk): the loopback or
+	// private addresses its HTTP servers may be at and the stdio servers the admin installed.
+	MCP mcpgk.Config
 	// Quotas bound what users, workspaces and the host consume (host/quota); zero fields take
 	// quota.Defaults. The admin's changes, kept in the data file, override them.
 	Quotas quota.Limits
+	// Agent answers in the chats that have a model (host/agent); nil leaves them unanswered,
+	// each with a notice saying so.
+	Agent AgentRunner
+	// Metrics is the server's registry: the kernel registers its metrics on it (uptime,
+	// gadget calls, latency and instances, subscriptions, host quotas, and the Cluster's
+	// gauges), and the gateway serves it at /metrics. Nil makes a new one
+	// (metrics.NewRegistry); Kernel.Metrics returns it.
+	Metrics *prometheus.Registry
 }
 
 func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.OAuthRefreshMargin <= 0 {
+		c.OAuthRefreshMargin = time.Minute
+	}
+	if c.Metrics == nil {
+		c.Metrics = metrics.NewRegistry()
 	}
 	if c.Password == (auth.Params{}) {
 		c.Password = auth.DefaultParams
@@ -153,6 +199,15 @@ func (c Config) withDefaults() Config {
 	if c.ScheduleTick <= 0 {
 		c.ScheduleTick = 250 * time.Millisecond
 	}
+	if c.HookRate <= 0 {
+		c.HookRate = 10
+	}
+	if c.HookBurst <= 0 {
+		c.HookBurst = 20
+	}
+	if c.HookInflight <= 0 {
+		c.HookInflight = 64
+	}
 	if c.Limits.MaxResult <= 0 {
 		c.Limits.MaxResult = int64(capnweb.DefaultLimits().MaxMessageSize)
 	}
@@ -173,6 +228,7 @@ type Kernel struct {
 	gks      gatekeepers
 	vault    vaultKey
 	sched    scheduler
+	hooks    hookState    // hooks.go
 	metrics  *callMetrics // gadget call metrics (metrics.go)
 	gov      governor     // the memory live instances hold (budget.go)
 	// quotas holds the quotas in force (quotas.go): Config.Quotas with the admin's changes;
@@ -183,6 +239,14 @@ type Kernel struct {
 	users   users
 	// subHolders shares the lease lookups of routed subscriptions (cluster mode).
 	subHolders holderCache
+	// chats keeps the chats' agent runs and orders each chat's writes (chatstate.go); models
+	// resolves their models (chatmodels.go: the kernel itself, or a test's fixed set).
+	chats  chatState
+	models chatModels
+	// dryRuns are the dry runs of executeCode held for commitDryRun (dryhold.go).
+	dryRuns dryRuns
+	// oauth holds the pending OAuth authorizations and token refreshes (gkoauth.go).
+	oauth oauthFlows
 
 	// js runs JS gadgets and executeCode snippets; compiled on first use (jsEngine).
 	jsOnce sync.Once
@@ -202,14 +266,24 @@ type Kernel struct {
 func New(cfg Config) *Kernel {
 	cfg = cfg.withDefaults()
 	k := &Kernel{cfg: cfg, log: cfg.Logger, st: cfg.Store, hub: newHub(cfg.Logger), guards: newGuards(cfg), overseers: map[store.WorkspaceID]*overseer{}, gks: gatekeepers{gks: map[string]*gatekeeper.Gatekeeper{}}, metrics: newCallMetrics()}
+	k.gks.builtins = k.builtinGatekeepers()
 	k.hasher = auth.NewHasher(auth.HasherConfig{Params: cfg.Password, Limit: cfg.HashLimit, Wait: cfg.HashWait, Hook: cfg.HashHook})
 	k.code = newCodeCache(k)
+	k.models = k // chats' models are the ones models.go stores
+	cfg.Metrics.MustRegister(kernelCollector{k})
+	if cfg.Cluster != nil {
+		cfg.Metrics.MustRegister(cfg.Cluster)
+	}
+	k.hooks = newHookState(cfg)
 	k.startScheduler()
 	return k
 }
 
+// Metrics returns the registry the kernel's metrics are registered on (Config.Metrics).
+func (k *Kernel) Metrics() *prometheus.Registry { return k.cfg.Metrics }
+
 // HostInterfaces returns the atelier:host capabilities the kernel's runtime must provide. The
-// kernel binds kv, events and bindings to each gadget instance; def receives the events of
+// kernel binds kv, events, bindings and hooks to each gadget instance; def receives the events of
 // instances run outside the kernel (nil refuses them).
 func HostInterfaces(def events.Publisher) []runtime.HostInterface {
 	if def == nil {
@@ -217,7 +291,7 @@ func HostInterfaces(def events.Publisher) []runtime.HostInterface {
 	}
 	return []runtime.HostInterface{
 		hostlog.New(), clock.New(time.Now), kv.New(kv.Limits{MaxValue: store.MaxValue}),
-		events.New(def, events.Limits{}), bindingsInterface(),
+		events.New(def, events.Limits{}), bindingsInterface(), hooks.New(),
 	}
 }
 
@@ -253,6 +327,8 @@ func (k *Kernel) Bootstrap(ctx context.Context) (string, error) {
 // flight finish first) and every subscription.
 func (k *Kernel) Close() error {
 	k.stopScheduler()
+	k.stopHooks()
+	k.chats.close(k.log)
 	k.mu.Lock()
 	k.closed = true
 	ovs := k.overseers

@@ -1,13 +1,15 @@
 package kernel
 
 import (
-	"cmp"
 	"context"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"atelier/host/metrics"
 	"atelier/host/quota"
@@ -36,14 +38,27 @@ type gadgetStats struct {
 	name    atomic.Pointer[string] // the gadget's name when its actor last loaded (or it was renamed)
 	calls   atomic.Uint64
 	errors  atomic.Uint64
-	live    atomic.Int64  // loaded actors: 0 or 1 (briefly 2 while one replaces another)
-	started atomic.Uint64 // instances loaded since the server started
-	latency metrics.Histogram
+	live    atomic.Int64         // loaded actors: 0 or 1 (briefly 2 while one replaces another)
+	started atomic.Uint64        // instances loaded since the server started
+	latency prometheus.Histogram // seconds, in metrics.Buckets; exposed by kernelCollector with the gadget's labels
+}
+
+// newGadgetStats returns the metrics of a gadget of workspace ws.
+func newGadgetStats(ws store.WorkspaceID) *gadgetStats {
+	return &gadgetStats{ws: ws, latency: prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "atelier_gadget_call_duration_seconds", Help: "Latency of the gadget's calls.", Buckets: metrics.Buckets})}
+}
+
+// latencySnapshot returns the latency histogram's state now.
+func (s *gadgetStats) latencySnapshot() *dto.Histogram {
+	var m dto.Metric
+	_ = s.latency.Write(&m) // a plain histogram's Write cannot fail
+	return m.GetHistogram()
 }
 
 // record counts one call that started at start.
 func (s *gadgetStats) record(start time.Time, err error) {
-	s.latency.Observe(time.Since(start))
+	s.latency.Observe(time.Since(start).Seconds())
 	s.calls.Add(1)
 	if err != nil {
 		s.errors.Add(1)
@@ -56,7 +71,7 @@ func (m *callMetrics) gadget(ws store.WorkspaceID, id store.GadgetID, name strin
 	defer m.mu.Unlock()
 	s := m.gadgets[id]
 	if s == nil {
-		s = &gadgetStats{ws: ws}
+		s = newGadgetStats(ws)
 		m.gadgets[id] = s
 	}
 	s.name.Store(&name)
@@ -109,7 +124,7 @@ type QuotaUsage struct {
 }
 
 // GadgetMetrics are one gadget's call metrics since the server started. Latencies are in
-// milliseconds, estimated from a fixed-bucket histogram (metrics.Bounds), 0 without calls.
+// milliseconds, estimated from a fixed-bucket histogram (metrics.Buckets), 0 without calls.
 type GadgetMetrics struct {
 	Name   string  `json:"name"`
 	Calls  uint64  `json:"calls"`
@@ -139,9 +154,9 @@ func (w *Workspace) Metrics(ctx context.Context) (out WorkspaceMetrics, err erro
 		for _, g := range gs {
 			gm := GadgetMetrics{Name: g.Name}
 			if s := w.k.metrics.lookup(g.ID); s != nil {
-				lat := s.latency.Snapshot()
+				lat := s.latencySnapshot()
 				gm.Calls, gm.Errors, gm.Instances, gm.Started = s.calls.Load(), s.errors.Load(), s.live.Load(), s.started.Load()
-				gm.P50Ms, gm.P90Ms, gm.P99Ms = millis(lat.Quantile(0.5)), millis(lat.Quantile(0.9)), millis(lat.Quantile(0.99))
+				gm.P50Ms, gm.P90Ms, gm.P99Ms = millis(lat, 0.5), millis(lat, 0.9), millis(lat, 0.99)
 			}
 			out.Gadgets = append(out.Gadgets, gm)
 		}
@@ -164,7 +179,8 @@ func (w *Workspace) Metrics(ctx context.Context) (out WorkspaceMetrics, err erro
 	return out, nil
 }
 
-func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+// millis is the q-quantile of latency histogram h in milliseconds.
+func millis(h *dto.Histogram, q float64) float64 { return metrics.Quantile(h, q) * 1000 }
 
 // AuthorizeMetrics checks the bearer token of a request for the server's metrics (GET
 // /metrics): only the user admin, the server's operator, may read them. It fails with
@@ -180,64 +196,64 @@ func (k *Kernel) AuthorizeMetrics(ctx context.Context, token, remoteAddr string)
 	return nil
 }
 
-// WriteMetrics writes the kernel's metrics in the Prometheus text format: uptime, gadget
-// calls, errors, latency and instances started by workspace id and gadget name, and the live
-// instances.
-func (k *Kernel) WriteMetrics(t *metrics.TextWriter) {
-	type series struct {
-		ws    string
-		name  string
-		stats *gadgetStats
+// kernelCollector exposes the kernel's metrics on its registry (Config.Metrics): uptime,
+// gadget calls, errors, latency and instances started by workspace id and gadget name (one
+// series per gadget that made a call since the start; a deleted gadget's are dropped, a
+// renamed one's follow its name), the live instances, subscriptions and host quotas.
+type kernelCollector struct{ k *Kernel }
+
+var (
+	gadgetLabels   = []string{"workspace", "gadget"}
+	uptimeDesc     = prometheus.NewDesc("atelier_uptime_seconds", "Seconds since the server started.", nil, nil)
+	callsDesc      = prometheus.NewDesc("atelier_gadget_calls_total", "Gadget calls that reached the gadget, by every path (clients, Code Mode, schedules, bindings).", gadgetLabels, nil)
+	callErrorsDesc = prometheus.NewDesc("atelier_gadget_call_errors_total", "Gadget calls that failed (error, trap, deadline, busy, failed commit).", gadgetLabels, nil)
+	durationDesc   = prometheus.NewDesc("atelier_gadget_call_duration_seconds", "Latency of gadget calls, from arrival at the gadget to the released reply.", gadgetLabels, nil)
+	startedDesc    = prometheus.NewDesc("atelier_gadget_instances_started_total", "Gadget instances loaded (first call, after an eviction, a trap or a deploy).", gadgetLabels, nil)
+	liveDesc       = prometheus.NewDesc("atelier_gadget_instances_live", "Gadget instances loaded now.", nil, nil)
+	subsDesc       = prometheus.NewDesc("atelier_subscriptions", "Live event and console subscriptions of clients, UIs and agents.", nil, nil)
+	quotaLimitDesc = prometheus.NewDesc("atelier_quota_limit", "The value of each host-wide quota (-1: unlimited); atelier admin quota changes it.", []string{"quota"}, nil)
+	quotaUsedDesc  = prometheus.NewDesc("atelier_quota_used", "What the whole server uses of each host-wide quota.", []string{"quota"}, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (kernelCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{uptimeDesc, callsDesc, callErrorsDesc, durationDesc, startedDesc, liveDesc, subsDesc, quotaLimitDesc, quotaUsedDesc} {
+		ch <- d
 	}
+}
+
+// Collect implements prometheus.Collector.
+func (c kernelCollector) Collect(ch chan<- prometheus.Metric) {
+	k := c.k
 	k.metrics.mu.Lock()
-	all := make([]series, 0, len(k.metrics.gadgets))
+	all := make([]*gadgetStats, 0, len(k.metrics.gadgets))
 	for _, s := range k.metrics.gadgets {
-		all = append(all, series{string(s.ws), *s.name.Load(), s})
+		all = append(all, s)
 	}
 	k.metrics.mu.Unlock()
-	slices.SortFunc(all, func(a, b series) int { return cmp.Or(strings.Compare(a.ws, b.ws), strings.Compare(a.name, b.name)) })
-	labels := func(s series) []metrics.Label {
-		return []metrics.Label{{Name: "workspace", Value: s.ws}, {Name: "gadget", Value: s.name}}
-	}
 
-	t.Family("atelier_uptime_seconds", metrics.Gauge, "Seconds since the server started.")
-	t.Sample("atelier_uptime_seconds", nil, time.Since(k.metrics.start).Seconds())
-	t.Family("atelier_gadget_calls_total", metrics.Counter, "Gadget calls that reached the gadget, by every path (clients, Code Mode, schedules, bindings).")
-	for _, s := range all {
-		t.Sample("atelier_gadget_calls_total", labels(s), float64(s.stats.calls.Load()))
-	}
-	t.Family("atelier_gadget_call_errors_total", metrics.Counter, "Gadget calls that failed (error, trap, deadline, busy, failed commit).")
-	for _, s := range all {
-		t.Sample("atelier_gadget_call_errors_total", labels(s), float64(s.stats.errors.Load()))
-	}
-	t.Family("atelier_gadget_call_duration_seconds", metrics.Hist, "Latency of gadget calls, from arrival at the gadget to the released reply.")
-	for _, s := range all {
-		t.Histogram("atelier_gadget_call_duration_seconds", labels(s), s.stats.latency.Snapshot())
-	}
-	t.Family("atelier_gadget_instances_started_total", metrics.Counter, "Gadget instances loaded (first call, after an eviction, a trap or a deploy).")
-	for _, s := range all {
-		t.Sample("atelier_gadget_instances_started_total", labels(s), float64(s.stats.started.Load()))
-	}
+	ch <- prometheus.MustNewConstMetric(uptimeDesc, prometheus.GaugeValue, time.Since(k.metrics.start).Seconds())
 	var live int64
 	for _, s := range all {
-		live += s.stats.live.Load()
-	}
-	t.Family("atelier_gadget_instances_live", metrics.Gauge, "Gadget instances loaded now.")
-	t.Sample("atelier_gadget_instances_live", nil, float64(live))
-	t.Family("atelier_subscriptions", metrics.Gauge, "Live event and console subscriptions of clients, UIs and agents.")
-	t.Sample("atelier_subscriptions", nil, float64(k.hub.count()))
-	lim, used := k.limits(), k.hostUsage()
-	hostQuotas := func(name, help string, value func(quota.Info) int64) {
-		t.Family(name, metrics.Gauge, help)
-		for _, q := range quota.Infos {
-			if q.Scope == quota.Host {
-				t.Sample(name, []metrics.Label{{Name: "quota", Value: q.Name}}, float64(value(q)))
-			}
+		ws, name := string(s.ws), *s.name.Load()
+		ch <- prometheus.MustNewConstMetric(callsDesc, prometheus.CounterValue, float64(s.calls.Load()), ws, name)
+		ch <- prometheus.MustNewConstMetric(callErrorsDesc, prometheus.CounterValue, float64(s.errors.Load()), ws, name)
+		ch <- prometheus.MustNewConstMetric(startedDesc, prometheus.CounterValue, float64(s.started.Load()), ws, name)
+		h := s.latencySnapshot()
+		buckets := make(map[float64]uint64, len(h.GetBucket()))
+		for _, b := range h.GetBucket() {
+			buckets[b.GetUpperBound()] = b.GetCumulativeCount()
 		}
+		ch <- prometheus.MustNewConstHistogram(durationDesc, h.GetSampleCount(), h.GetSampleSum(), buckets, ws, name)
+		live += s.live.Load()
 	}
-	hostQuotas("atelier_quota_limit", "The value of each host-wide quota (-1: unlimited); atelier admin quota changes it.", func(q quota.Info) int64 { return q.Get(lim) })
-	hostQuotas("atelier_quota_used", "What the whole server uses of each host-wide quota.", func(q quota.Info) int64 { return used[q.Name] })
-	if k.cfg.Cluster != nil {
-		k.cfg.Cluster.WriteMetrics(t)
+	ch <- prometheus.MustNewConstMetric(liveDesc, prometheus.GaugeValue, float64(live))
+	ch <- prometheus.MustNewConstMetric(subsDesc, prometheus.GaugeValue, float64(k.hub.count()))
+	lim, used := k.limits(), k.hostUsage()
+	for _, q := range quota.Infos {
+		if q.Scope == quota.Host {
+			ch <- prometheus.MustNewConstMetric(quotaLimitDesc, prometheus.GaugeValue, float64(q.Get(lim)), q.Name)
+			ch <- prometheus.MustNewConstMetric(quotaUsedDesc, prometheus.GaugeValue, float64(used[q.Name]), q.Name)
+		}
 	}
 }

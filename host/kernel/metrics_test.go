@@ -8,8 +8,11 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"atelier/capnweb"
 	"atelier/host/kernel"
+	"atelier/host/metrics"
 	"atelier/sdk/guesttest"
 )
 
@@ -91,7 +94,14 @@ func TestMetricsCountEveryCallPath(t *testing.T) {
 	await(t, ws.Call(ctx, "schedule", "counter", "increment", []any{1}, map[string]any{"at": "2000-01-01T00:00:00Z"}))
 	eventually(t, "the schedule ran", func() bool { return count(t, app) == 6 }) // schedule: 6 (and get() calls)
 
-	got, uptime := gadgetMetrics(t, ws)
+	// A call is counted once its reply is released, which may be just after another call
+	// (get) already saw its write: wait for the count.
+	var got map[string]map[string]any
+	var uptime float64
+	eventually(t, "the calls are counted", func() bool {
+		got, uptime = gadgetMetrics(t, ws)
+		return got["counter"]["calls"].(float64) >= 7
+	})
 	c, cl := got["counter"], got["caller"]
 	if c["calls"].(float64) < 7 || c["errors"] != float64(0) || c["instances"] != float64(1) || c["started"] != float64(1) {
 		t.Fatalf("counter metrics: %v (want at least 3 clients + 1 Code Mode + 1 binding + 1 schedule + 1 get, no errors, one instance started and live)", c)
@@ -132,34 +142,55 @@ func TestMetricsCountEveryCallPath(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("GET /metrics as admin: %d %s", code, body)
 	}
-	calls := func(gadget string) string {
-		for _, line := range strings.Split(body, "\n") {
-			if strings.HasPrefix(line, `atelier_gadget_calls_total{workspace="`+wsID+`",gadget="`+gadget+`"} `) {
-				return strings.TrimPrefix(line, `atelier_gadget_calls_total{workspace="`+wsID+`",gadget="`+gadget+`"} `)
-			}
+	parse := func(body string) metrics.Families {
+		t.Helper()
+		f, err := metrics.Parse(strings.NewReader(body))
+		if err != nil {
+			t.Fatalf("GET /metrics as admin: %v:\n%s", err, body)
 		}
-		return ""
+		return f
 	}
-	if calls("caller") != "2" || calls("counter") == "" {
-		t.Fatalf("/metrics calls: caller %q, counter %q:\n%s", calls("caller"), calls("counter"), body)
+	fams := parse(body)
+	calls := func(gadget string) (float64, bool) {
+		return fams.Value("atelier_gadget_calls_total", "workspace", wsID, "gadget", gadget)
 	}
-	for _, want := range []string{
-		"# TYPE atelier_gadget_calls_total counter\n",
-		`atelier_gadget_call_errors_total{workspace="` + wsID + `",gadget="caller"} 1` + "\n",
-		"# TYPE atelier_gadget_call_duration_seconds histogram\n",
-		`atelier_gadget_call_duration_seconds_count{workspace="` + wsID + `",gadget="caller"} 2` + "\n",
-		`atelier_gadget_call_duration_seconds_bucket{workspace="` + wsID + `",gadget="caller",le="+Inf"} 2` + "\n",
-		`atelier_gadget_instances_started_total{workspace="` + wsID + `",gadget="caller"} 1` + "\n",
-		"atelier_gadget_instances_live 2\n",
-		"# TYPE atelier_subscriptions gauge\n",
-		"# TYPE atelier_capnweb_sessions_open gauge\n",
-		"# TYPE atelier_uptime_seconds gauge\n",
+	if n, _ := calls("caller"); n != 2 {
+		t.Fatalf("/metrics calls of caller: %v, want 2:\n%s", n, body)
+	}
+	if _, ok := calls("counter"); !ok {
+		t.Fatalf("/metrics has no calls of counter:\n%s", body)
+	}
+	for _, want := range []struct {
+		name   string
+		gadget string // "": a series without labels
+		value  float64
+	}{
+		{"atelier_gadget_call_errors_total", "caller", 1},
+		{"atelier_gadget_instances_started_total", "caller", 1},
+		{"atelier_gadget_instances_live", "", 2},
 	} {
-		if !strings.Contains(body, want) {
-			t.Errorf("/metrics lacks %q", want)
+		var labels []string
+		if want.gadget != "" {
+			labels = []string{"workspace", wsID, "gadget", want.gadget}
+		}
+		if got, ok := fams.Value(want.name, labels...); !ok || got != want.value {
+			t.Errorf("/metrics %s %v = %v (present: %v), want %v", want.name, labels, got, ok, want.value)
 		}
 	}
-	if strings.Contains(body, "atelier_capnweb_sessions_open 0\n") {
+	h := fams.Find("atelier_gadget_call_duration_seconds", "workspace", wsID, "gadget", "caller").GetHistogram()
+	if h.GetSampleCount() != 2 || len(h.GetBucket()) != len(metrics.Buckets)+1 || h.GetSampleSum() <= 0 {
+		t.Errorf("/metrics latency of caller: %v, want 2 calls in %d buckets and +Inf", h, len(metrics.Buckets))
+	}
+	for name, typ := range map[string]dto.MetricType{
+		"atelier_gadget_calls_total": dto.MetricType_COUNTER, "atelier_gadget_call_duration_seconds": dto.MetricType_HISTOGRAM,
+		"atelier_subscriptions": dto.MetricType_GAUGE, "atelier_capnweb_sessions_open": dto.MetricType_GAUGE,
+		"atelier_uptime_seconds": dto.MetricType_GAUGE, "go_goroutines": dto.MetricType_GAUGE, "process_cpu_seconds_total": dto.MetricType_COUNTER,
+	} {
+		if fams[name].GetType() != typ {
+			t.Errorf("/metrics %s: type %v, want %v", name, fams[name].GetType(), typ)
+		}
+	}
+	if n, _ := fams.Value("atelier_capnweb_sessions_open"); n == 0 {
 		t.Error("/metrics counts no open session while the test holds several")
 	}
 
@@ -167,7 +198,11 @@ func TestMetricsCountEveryCallPath(t *testing.T) {
 	await(t, ws.Call(ctx, "gadget", "counter").Call(ctx, "rename", "tally"))
 	await(t, caller.Call(ctx, "delete"))
 	_, body = getMetrics(t, s, adminToken)
-	if calls("tally") == "" || calls("counter") != "" || calls("caller") != "" {
+	fams = parse(body)
+	_, tally := calls("tally")
+	_, counter := calls("counter")
+	_, callerLeft := calls("caller")
+	if !tally || counter || callerLeft {
 		t.Fatalf("after rename and delete:\n%s", body)
 	}
 	if got, _ := gadgetMetrics(t, ws); len(got) != 1 || got["tally"] == nil {

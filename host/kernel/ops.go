@@ -54,8 +54,8 @@ func (ov *overseer) nameTaken(name string, except store.GadgetID) bool {
 }
 
 // createGadget stores a new gadget whose first version is code with the UI script client
-// (nil: none).
-func (ov *overseer) createGadget(ctx context.Context, p *principal, name string, code []byte, client *string, grants []string, detail string) (store.Gadget, error) {
+// (nil: none); chat names the chat whose accepted draft made it ("" for none).
+func (ov *overseer) createGadget(ctx context.Context, p *principal, name string, code []byte, client *string, grants []string, detail, chat string) (store.Gadget, error) {
 	var g store.Gadget
 	sha, err := ov.k.checkCode(ctx, code, grants) // off the loop: it may compile
 	if err != nil {
@@ -68,7 +68,7 @@ func (ov *overseer) createGadget(ctx context.Context, p *principal, name string,
 		now := time.Now().UTC()
 		g = store.Gadget{ID: store.GadgetID(store.NewID("g")), Name: name, Grants: slices.Clone(grants), Current: 1, Created: now}
 		clientSHA, muts := versionClient(&g, client)
-		g.Versions = []store.Version{{Number: 1, SHA256: sha, Size: len(code), Client: clientSHA, Created: now}}
+		g.Versions = []store.Version{{Number: 1, SHA256: sha, Size: len(code), Client: clientSHA, Created: now, Chat: chat}}
 		muts = append(muts, store.PutCode(code), store.PutGadget(g), auditEntry(p, "gadget.create", name, detail))
 		return ov.k.charge(ctx, ov.meta.Owner, quota.Limits{Gadgets: 1, StoredBytes: int64(len(code))}, func() error {
 			if err := ov.commit(ctx, muts...); err != nil {
@@ -120,8 +120,9 @@ func (ov *overseer) updateGadget(ctx context.Context, p *principal, id store.Gad
 // deploy makes code the gadget's new current version; grants nil keeps the grants (those the
 // runtime cannot provide stay stored and ignored, see usableGrants), client nil the current UI
 // script. The code is checked before the overseer's loop runs the change
-// (again on the loop, should the grants have changed in between).
-func (ov *overseer) deploy(ctx context.Context, p *principal, id store.GadgetID, code []byte, client *string, grants []string) (store.Gadget, error) {
+// (again on the loop, should the grants have changed in between). chat names the chat whose
+// accepted draft made the version ("" for none).
+func (ov *overseer) deploy(ctx context.Context, p *principal, id store.GadgetID, code []byte, client *string, grants []string, chat string) (store.Gadget, error) {
 	checked := grants
 	if checked == nil {
 		g, err := ov.gadget(id)
@@ -148,7 +149,7 @@ func (ov *overseer) deploy(ctx context.Context, p *principal, id store.GadgetID,
 		}
 		next := g.Versions[len(g.Versions)-1].Number + 1
 		clientSHA, muts := versionClient(g, client)
-		g.Versions = append(g.Versions, store.Version{Number: next, SHA256: sha, Size: len(code), Client: clientSHA, Created: time.Now().UTC()})
+		g.Versions = append(g.Versions, store.Version{Number: next, SHA256: sha, Size: len(code), Client: clientSHA, Created: time.Now().UTC(), Chat: chat})
 		g.Current = next
 		return append(muts, store.PutCode(code)), fmt.Sprintf("version %d, grants %s", next, strings.Join(g.Grants, ",")), nil
 	})
@@ -222,6 +223,7 @@ func copyBindings(m map[string]store.GadgetID) map[string]store.GadgetID {
 // deleteGadget removes a gadget with its state; bindings to it are removed too.
 func (ov *overseer) deleteGadget(ctx context.Context, p *principal, id store.GadgetID) error {
 	var g store.Gadget
+	var gone []store.Hook // its hooks
 	err := ov.do(ctx, func() error {
 		var err error
 		if g, err = ov.gadget(id); err != nil {
@@ -253,6 +255,12 @@ func (ov *overseer) deleteGadget(ctx context.Context, p *principal, id store.Gad
 		delete(ov.gadgets, id)
 		ov.mu.Unlock()
 		ov.retireActor(id)
+		// Its hooks go in the same commit (hooks.go).
+		if gone, err = ov.hooksWhere(func(h store.Hook) bool { return h.Gadget == id }); err != nil {
+			ov.setGadget(g)
+			return err
+		}
+		muts = append(muts, hookMutations(gone, p.name(), "its gadget was deleted")...)
 		if err := ov.commit(ctx, muts...); err != nil {
 			ov.setGadget(g)
 			return err
@@ -269,6 +277,8 @@ func (ov *overseer) deleteGadget(ctx context.Context, p *principal, id store.Gad
 		return wrapErr(err, "delete gadget")
 	}
 	ov.k.hub.cancelGone(ov.id, id)
+	ov.hooksRemoved(gone)
+	ov.sweepHooks(ctx, func(h store.Hook) bool { return h.Gadget == id }, p.name(), "its gadget was deleted")
 	for name := range g.Gatekeepers {
 		ov.links.cut(linkKey{id, name})
 	}
@@ -299,10 +309,17 @@ func (ov *overseer) updateMeta(ctx context.Context, p *principal, action string,
 }
 
 // setCollaborator gives user the role (role "" removes the user); via names the share link.
+// A collaborator who stays keeps the accounts they picked for observer requirements.
 func setCollaborator(w *store.Workspace, user string, role store.Role, via string) {
-	w.Collaborators = slices.DeleteFunc(w.Collaborators, func(c store.Collaborator) bool { return c.UserID == user })
+	var observers map[string]string
+	w.Collaborators = slices.DeleteFunc(w.Collaborators, func(c store.Collaborator) bool {
+		if c.UserID == user {
+			observers = c.Observers
+		}
+		return c.UserID == user
+	})
 	if role != "" {
-		w.Collaborators = append(w.Collaborators, store.Collaborator{UserID: user, Role: role, Via: via})
+		w.Collaborators = append(w.Collaborators, store.Collaborator{UserID: user, Role: role, Via: via, Observers: observers})
 	}
 }
 

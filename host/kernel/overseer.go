@@ -37,9 +37,13 @@ type overseer struct {
 	gadgets map[store.GadgetID]store.Gadget
 	actors  map[store.GadgetID]*actor
 	stopped bool
+	// fences are the gadgets a dry run's commit holds: no actor of them starts (dryfreeze.go).
+	fences map[store.GadgetID]chan struct{}
 
 	// links are the live gatekeeper sessions of gadget bindings (gkbindings.go).
 	links links
+	// hookMu orders the read-modify-writes of the workspace's hook records (hooks.go).
+	hookMu sync.Mutex
 	// queue is the workspace's approval queue and action log (gkqueue.go).
 	queue *queue
 	// use is the workspace's live use under its quotas (budget.go).
@@ -57,6 +61,9 @@ func startOverseer(ctx context.Context, k *Kernel, id store.WorkspaceID) (*overs
 		return nil, errDraining
 	}
 	lease, err := k.st.Acquire(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, noWorkspace(id)
+	}
 	if err != nil {
 		return nil, wrapErr(err, "open workspace %s", id)
 	}
@@ -85,6 +92,13 @@ func startOverseer(ctx context.Context, k *Kernel, id store.WorkspaceID) (*overs
 	return ov, nil
 }
 
+// isStopped reports whether the overseer has stopped.
+func (ov *overseer) isStopped() bool {
+	ov.mu.RLock()
+	defer ov.mu.RUnlock()
+	return ov.stopped
+}
+
 func (ov *overseer) touch() { ov.lastUsed.Store(time.Now().UnixNano()) }
 
 func (ov *overseer) loop() {
@@ -103,6 +117,7 @@ func (ov *overseer) loop() {
 			}
 		case <-ov.lease.Lost():
 			ov.k.log.Warn("workspace lease lost; stopping its overseer", "workspace", ov.id)
+			ov.k.chats.cancelWhere(ov.id, errRunMoved, func(*liveRun) bool { return true })
 			ov.shutdown()
 			return
 		case <-ov.quit:
@@ -248,24 +263,32 @@ func (ov *overseer) snapshot() (store.Workspace, error) {
 
 // roleOf returns p's role here (FORBIDDEN without access, UNAUTHORIZED when revoked).
 func (ov *overseer) roleOf(p *principal) (store.Role, error) {
+	_, role, err := ov.access(p)
+	return role, err
+}
+
+// access returns the workspace record and p's role in it (as roleOf), so that the checks
+// after the role's (the observer gate) read the same record instead of copying it again.
+func (ov *overseer) access(p *principal) (store.Workspace, store.Role, error) {
 	ov.touch()
 	w, err := ov.snapshot()
 	if err != nil {
-		return "", err
+		return w, "", err
 	}
-	return p.roleIn(w)
+	role, err := p.roleIn(w)
+	return w, role, err
 }
 
-// require returns p's role if it includes need.
-func (ov *overseer) require(p *principal, need store.Role, what string) (store.Role, error) {
-	role, err := ov.roleOf(p)
+// require returns the workspace record and p's role in it if the role includes need.
+func (ov *overseer) require(p *principal, need store.Role, what string) (store.Workspace, store.Role, error) {
+	w, role, err := ov.access(p)
 	if err != nil {
-		return "", err
+		return w, "", err
 	}
 	if !role.Allows(need) {
-		return "", fail(CodeForbidden, "%s needs the %s role in workspace %s; you have %s", what, need, ov.id, role)
+		return w, "", fail(CodeForbidden, "%s needs the %s role in workspace %s; you have %s", what, need, ov.id, role)
 	}
-	return role, nil
+	return w, role, nil
 }
 
 // gadgetByName returns the record of gadget name.
@@ -325,4 +348,5 @@ func (ov *overseer) setMeta(w store.Workspace) {
 	ov.mu.Lock()
 	ov.meta = w
 	ov.mu.Unlock()
+	ov.k.chats.recheck(w)
 }

@@ -15,45 +15,57 @@ import (
 	"atelier/sdk/guesttest"
 )
 
-// BenchmarkKernelIncrement is the kernel's share of the full path, without Cap'n Web: 100
-// callers on 10 counter gadgets call Connection.CallMethod directly (access checks, actor,
-// instance call, commit through the output gate to a real bbolt file with fsync).
-func BenchmarkKernelIncrement(b *testing.B) {
-	const callers, gadgets = 100, 10
+// counterConnections starts a kernel over a real bbolt file in a temporary directory, creates
+// n counter-go gadgets (grants kv and log) in a workspace of a fresh user and returns a
+// Connection to each: Connection.CallMethod is the kernel's call path without Cap'n Web (access
+// checks, actor, instance call, commit through the output gate with fsync). The calls_per_second
+// quota is off: the callers measure how many calls a workspace can make.
+func counterConnections(tb testing.TB, n int) []*Connection {
+	tb.Helper()
 	ctx := context.Background()
-	dir := b.TempDir()
+	dir := tb.TempDir()
 	db, err := store.Open(filepath.Join(dir, "a.db"))
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	defer db.Close()
+	tb.Cleanup(func() { db.Close() })
 	rt, err := runtime.New(runtime.Config{CacheDir: filepath.Join(dir, "cache"), Interfaces: HostInterfaces(nil)})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	defer rt.Close()
-	k := New(Config{Runtime: rt, Store: db, Password: auth.TestParams, Quotas: quota.Limits{CallsPerSecond: quota.Unlimited}}) // measures throughput
-	defer k.Close()
+	tb.Cleanup(func() { rt.Close() })
+	k := New(Config{Runtime: rt, Store: db, Password: auth.TestParams, Quotas: quota.Limits{CallsPerSecond: quota.Unlimited}})
+	tb.Cleanup(func() { k.Close() })
 	u := store.User{ID: store.NewID("u"), Name: "bench", Created: time.Now()}
 	if err := db.CreateUser(ctx, u); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	w := store.Workspace{ID: store.WorkspaceID(store.NewID("ws")), Name: "w", Owner: u.ID, Created: time.Now()}
 	if err := db.CreateWorkspace(ctx, w); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	ws := &Workspace{k: k, p: &principal{k: k, userID: u.ID, username: u.Name}, id: w.ID}
-	code := guesttest.Bytes(b, "gadgets/counter-go")
-	pool := make(chan *Connection, callers)
-	for g := range gadgets {
+	code := guesttest.Bytes(tb, "gadgets/counter-go")
+	conns := make([]*Connection, n)
+	for g := range conns {
 		gad, err := ws.CreateGadget(ctx, fmt.Sprint("c", g), code, []string{"atelier:host/kv", "atelier:host/log"}, nil)
 		if err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
-		c, err := gad.Connect(ctx)
-		if err != nil {
-			b.Fatal(err)
+		if conns[g], err = gad.Connect(ctx); err != nil {
+			tb.Fatal(err)
 		}
+	}
+	return conns
+}
+
+// BenchmarkKernelIncrement is the kernel's share of the full path, without Cap'n Web: 100
+// callers on 10 counter gadgets call Connection.CallMethod directly (counterConnections).
+func BenchmarkKernelIncrement(b *testing.B) {
+	const callers, gadgets = 100, 10
+	ctx := context.Background()
+	pool := make(chan *Connection, callers)
+	for _, c := range counterConnections(b, gadgets) {
 		for range callers / gadgets {
 			pool <- c
 		}

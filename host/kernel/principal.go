@@ -3,7 +3,9 @@ package kernel
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -17,8 +19,11 @@ type principal struct {
 	userID   string
 	username string
 	agent    *store.Agent // nil for a user
-	expires  time.Time    // zero: never
-	hash     string       // the token's hash
+	// chat is set for a chat's agent run acting as the user (forChat): it has no token of its
+	// own, and its role is the user's, checked again on every call.
+	chat    string
+	expires time.Time // zero: never
+	hash    string    // the token's hash
 	// checked is the kernel's revocation count when the token was last found in the store;
 	// revoked is set once it was not.
 	checked atomic.Uint64
@@ -69,6 +74,9 @@ func (k *Kernel) principalOf(ctx context.Context, hash string) (*principal, erro
 // check refuses a principal whose token was revoked or expired since it authenticated. It
 // costs an atomic load, and a store lookup once after each revocation in the kernel.
 func (p *principal) check() error {
+	if p.chat != "" {
+		return nil // no token: the run lives while the user keeps access (chatState.recheck)
+	}
 	if gen := p.k.revocations.Load(); gen != p.checked.Load() && !p.revoked.Load() {
 		_, err := p.k.st.Token(context.Background(), p.hash)
 		switch {
@@ -94,11 +102,21 @@ func (p *principal) name() string {
 	if p.agent != nil {
 		return p.username + "/agent:" + p.agent.Name
 	}
+	if p.chat != "" {
+		return p.username + "/chat:" + p.chat
+	}
 	return p.username
 }
 
+// forChat returns the principal of an agent run in chat, acting as user p: the user's role,
+// re-checked on every call, and no token (so revoking the user's sessions does not end the
+// run, but losing access to the workspace does).
+func (p *principal) forChat(chat string) *principal {
+	return &principal{k: p.k, userID: p.userID, username: p.username, chat: chat}
+}
+
 // admin reports whether p is the user admin, the server's operator (not one of its agents).
-func (p *principal) admin() bool { return p.agent == nil && p.username == AdminName }
+func (p *principal) admin() bool { return p.agent == nil && p.chat == "" && p.username == AdminName }
 
 // roleIn returns the principal's role in workspace w, or an error: FORBIDDEN without access.
 func (p *principal) roleIn(w store.Workspace) (store.Role, error) {
@@ -115,7 +133,7 @@ func (p *principal) roleIn(w store.Workspace) (store.Role, error) {
 		}
 	}
 	if !role.Valid() {
-		return "", fail(CodeForbidden, "you have no access to workspace %s (ask its owner to add you)", w.ID)
+		return "", noWorkspace(w.ID)
 	}
 	if p.agent != nil {
 		e, ok := p.agent.Scope.Workspaces[w.ID]
@@ -125,6 +143,25 @@ func (p *principal) roleIn(w store.Workspace) (store.Role, error) {
 		role = role.Min(e.Role)
 	}
 	return role, nil
+}
+
+// errNoWorkspace marks the refusal of a workspace that does not exist or that the caller may
+// not use: both say the same, so that an outsider cannot tell which.
+var errNoWorkspace = errors.New("no such workspace for the caller")
+
+// noWorkspace refuses workspace id to a caller that may not use it, or when it does not exist.
+func noWorkspace(id store.WorkspaceID) error {
+	return &Error{Code: CodeForbidden, Err: errNoWorkspace,
+		Msg: fmt.Sprintf("you have no access to workspace %s: it does not exist, or its owner has not added you (check the id with listWorkspaces or `atelier workspace list`, or ask the owner to add you)", id)}
+}
+
+// openFailed gives err, the failure to open workspace id, the context "open workspace id"
+// unless its message names the workspace already (as the refusal of a node that runs it does).
+func openFailed(err error, id store.WorkspaceID) error {
+	if err == nil || errors.Is(err, errNoWorkspace) || strings.Contains(err.Error(), string(id)) {
+		return err
+	}
+	return wrapErr(err, "open workspace %s", id)
 }
 
 // gadgetAllowed reports whether an agent's scope for ws covers gadget name (always true for

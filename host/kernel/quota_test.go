@@ -181,7 +181,7 @@ func TestQuotaUsageIsReported(t *testing.T) {
 			got[m["name"].(string)] = [2]float64{m["used"].(float64), m["limit"].(float64)}
 		}
 	}
-	want := map[string][2]float64{"workspaces": {1, 50}, "gadgets": {1, 7}, "accounts": {0, 50}, "agents": {0, 50}, "schedules": {0, 100}, "stored_bytes": {float64(len(code)), 1 << 30}}
+	want := map[string][2]float64{"workspaces": {1, 50}, "gadgets": {1, 7}, "accounts": {0, 50}, "agents": {0, 50}, "models": {0, 32}, "schedules": {0, 100}, "stored_bytes": {float64(len(code)), 1 << 30}}
 	if len(got) != len(want) {
 		t.Fatalf("metrics().quotas of the user quotas: %v, want %v", got, want)
 	}

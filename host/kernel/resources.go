@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -58,27 +59,15 @@ func mapResources(t *wit.Type, v any, f func(t *wit.Type, v any) (any, error)) (
 		}
 		return out, nil
 	}
-	// field maps the member name of an object value with type ft.
-	field := func(m map[string]any, name string, ft *wit.Type) (map[string]any, error) {
-		x, ok := m[name]
-		if !ok {
-			return m, nil
-		}
-		y, err := mapResources(ft, x, f)
-		if err != nil {
-			return nil, err
-		}
-		m = maps.Clone(m)
-		m[name] = y
-		return m, nil
-	}
-	m, isObj := v.(map[string]any)
+	// field maps the member name of the object v with type ft.
+	field := func(name string, ft *wit.Type) (any, error) { return mapMember(v, name, ft, f) }
+	isObj := isObject(v)
 	switch t.Kind {
 	case wit.Own, wit.Borrow:
 		return f(t, v)
 	case wit.Option:
 		if t.Elem.Kind == wit.Option && isObj { // option<option<T>>: {"some": inner}
-			return field(m, "some", t.Elem)
+			return field("some", t.Elem)
 		}
 		return mapResources(t.Elem, v, f)
 	case wit.List:
@@ -89,31 +78,91 @@ func mapResources(t *wit.Type, v any, f func(t *wit.Type, v any) (any, error)) (
 		}
 		return seq(func(i int) *wit.Type { return t.Elems[i] })
 	case wit.Record:
-		var err error
 		for _, fl := range t.Fields {
-			if isObj {
-				if m, err = field(m, fl.Name, fl.Type); err != nil {
-					return nil, err
-				}
+			if !isObj {
+				break
+			}
+			var err error
+			if v, err = field(fl.Name, fl.Type); err != nil {
+				return nil, err
 			}
 		}
-		if isObj {
-			return m, nil
-		}
 	case wit.Variant:
-		if tag, _ := m["tag"].(string); isObj {
+		x, _ := objectMember(v, "tag")
+		if tag, _ := x.(string); isObj {
 			for _, c := range t.Cases {
 				if c.Name == tag && c.Type != nil {
-					return field(m, "val", c.Type)
+					return field("val", c.Type)
 				}
 			}
 		}
 	case wit.Result:
 		if isObj {
-			if _, ok := m["ok"]; ok {
-				return field(m, "ok", t.Ok)
+			if _, ok := objectMember(v, "ok"); ok {
+				return field("ok", t.Ok)
 			}
-			return field(m, "err", t.Err)
+			return field("err", t.Err)
+		}
+	}
+	return v, nil
+}
+
+// isObject reports whether v is an object: a map, or a capnweb.Object (from Cap'n Web, or a
+// record from wit.Lift).
+func isObject(v any) bool {
+	switch v.(type) {
+	case map[string]any, capnweb.Object:
+		return true
+	}
+	return false
+}
+
+// objectMember returns member name of the object v (see isObject), and whether it is there.
+func objectMember(v any, name string) (any, bool) {
+	switch o := v.(type) {
+	case map[string]any:
+		x, ok := o[name]
+		return x, ok
+	case capnweb.Object:
+		return o.Get(name)
+	}
+	return nil, false
+}
+
+// mapMember returns the object v with its member name, of type ft, mapped by mapResources
+// with f: a copy of v when that member is there, v itself otherwise. A capnweb.Object keeps
+// its key order.
+func mapMember(v any, name string, ft *wit.Type, f func(t *wit.Type, v any) (any, error)) (any, error) {
+	switch o := v.(type) {
+	case map[string]any:
+		x, ok := o[name]
+		if !ok {
+			return v, nil
+		}
+		y, err := mapResources(ft, x, f)
+		if err != nil {
+			return nil, err
+		}
+		o = maps.Clone(o)
+		o[name] = y
+		return o, nil
+	case capnweb.Object:
+		var out capnweb.Object
+		for i, fl := range o {
+			if fl.Key != name {
+				continue
+			}
+			y, err := mapResources(ft, fl.Value, f)
+			if err != nil {
+				return nil, err
+			}
+			if out == nil {
+				out = slices.Clone(o)
+			}
+			out[i].Value = y
+		}
+		if out != nil {
+			return out, nil
 		}
 	}
 	return v, nil
@@ -433,7 +482,7 @@ func jsKind(v any) string {
 		return "a boolean"
 	case []any:
 		return "an array"
-	case map[string]any:
+	case map[string]any, capnweb.Object:
 		return "an object"
 	}
 	return fmt.Sprintf("a %T", v)

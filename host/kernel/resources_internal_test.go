@@ -2,9 +2,11 @@ package kernel
 
 import (
 	"maps"
+	"reflect"
 	"slices"
 	"testing"
 
+	"atelier/capnweb"
 	"atelier/host/runtime/wit"
 )
 
@@ -71,6 +73,15 @@ func TestMapResources(t *testing.T) {
 	}
 	if in[0].(map[string]any)["r"] != "a" {
 		t.Fatal("mapResources changed its input")
+	}
+	// A record as wit.Lift makes it, or as Cap'n Web decodes it, keeps its key order.
+	obj := capnweb.Object{{Key: "n", Value: 3.0}, {Key: "r", Value: "c"}}
+	out, err = mapResources(rec, obj, func(_ *wit.Type, v any) (any, error) { return v.(string) + "!", nil })
+	if err != nil || !reflect.DeepEqual(out, capnweb.Object{{Key: "n", Value: 3.0}, {Key: "r", Value: "c!"}}) {
+		t.Fatalf("object mapped to %#v, %v", out, err)
+	}
+	if obj[1].Value != "c" {
+		t.Fatal("mapResources changed its input object")
 	}
 	v := &wit.Type{Kind: wit.Variant, Cases: []wit.Case{{Name: "none"}, {Name: "one", Type: own}}}
 	out, _ = mapResources(v, map[string]any{"tag": "one", "val": "x"}, func(_ *wit.Type, v any) (any, error) { return "y", nil })

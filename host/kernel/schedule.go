@@ -72,6 +72,7 @@ func (k *Kernel) startScheduler() {
 				return
 			case <-t.C:
 				k.runDue(ctx)
+				k.hookTick(ctx)
 			}
 		}
 	}()
@@ -120,12 +121,19 @@ func (k *Kernel) runDue(ctx context.Context) {
 // schedule returns schedule id of the workspace, or NOT_FOUND.
 func (ov *overseer) schedule(id string) (store.Schedule, error) {
 	all, err := ov.ws.Schedules()
+	return byID(all, err, id, func(s store.Schedule) string { return s.ID }, "schedule")
+}
+
+// byID returns the element of all (read with error err) whose id is id, or NOT_FOUND naming
+// what it is ("no hook "hk_…" in this workspace").
+func byID[T any](all []T, err error, id string, idOf func(T) string, what string) (T, error) {
+	var zero T
 	if err != nil {
-		return store.Schedule{}, err
+		return zero, err
 	}
-	i := slices.IndexFunc(all, func(s store.Schedule) bool { return s.ID == id })
+	i := slices.IndexFunc(all, func(x T) bool { return idOf(x) == id })
 	if i < 0 {
-		return store.Schedule{}, fail(CodeNotFound, "no schedule %q", id)
+		return zero, fail(CodeNotFound, "no %s %q in this workspace", what, id)
 	}
 	return all[i], nil
 }
@@ -189,7 +197,15 @@ func scheduledExport(a *actor, gadget, method string, args []any) (exportFunc, e
 // looked up again for each run) and the gadget; or why the schedule must end; or an error
 // that leaves it for the next run.
 func (ov *overseer) scheduleTarget(ctx context.Context, s store.Schedule) (p *principal, rec store.Gadget, reason string, err error) {
-	u, err := ov.k.st.User(ctx, s.Creator)
+	return ov.runTarget(ctx, s.Creator, s.Agent, s.Gadget, "schedule")
+}
+
+// runTarget checks again that creator (and agent, when set) may still make the host call a
+// gadget on their behalf (a schedule's run, a hook's fire: what names it): it returns the
+// principal the call acts as (without a token) and the gadget; or why the schedule or hook
+// must end; or an error that leaves it for the next time.
+func (ov *overseer) runTarget(ctx context.Context, creator, agent string, gadget store.GadgetID, what string) (p *principal, rec store.Gadget, reason string, err error) {
+	u, err := ov.k.st.User(ctx, creator)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, rec, "its creator no longer exists", nil
 	} else if err != nil {
@@ -197,8 +213,8 @@ func (ov *overseer) scheduleTarget(ctx context.Context, s store.Schedule) (p *pr
 	}
 	p = &principal{k: ov.k, userID: u.ID, username: u.Name}
 	p.checked.Store(ov.k.revocations.Load())
-	if s.Agent != "" {
-		ag, err := ov.k.st.Agent(ctx, s.Agent)
+	if agent != "" {
+		ag, err := ov.k.st.Agent(ctx, agent)
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, rec, "its creating agent was revoked", nil
 		} else if err != nil {
@@ -206,12 +222,12 @@ func (ov *overseer) scheduleTarget(ctx context.Context, s store.Schedule) (p *pr
 		}
 		p.agent = &ag
 	}
-	if _, err := ov.require(p, store.RoleBuild, "schedule"); errCode(err) == CodeForbidden {
+	if _, _, err := ov.require(p, store.RoleBuild, what); errCode(err) == CodeForbidden {
 		return nil, rec, "its creator lost build access", nil
 	} else if err != nil {
 		return nil, rec, "", err
 	}
-	if rec, err = ov.gadget(s.Gadget); errCode(err) == CodeNotFound {
+	if rec, err = ov.gadget(gadget); errCode(err) == CodeNotFound {
 		return nil, rec, "its gadget was deleted", nil
 	} else if err != nil {
 		return nil, rec, "", err

@@ -30,11 +30,11 @@ func (w *Workspace) enter(ctx context.Context, need store.Role, what string, fn 
 	return w.enterAs(ctx, need, what, func(ov *overseer, _ store.Role) error { return fn(ov) })
 }
 
-// enterAs is enter for fn that needs the caller's role.
+// enterAs is enter for fn that needs the caller's role. A collaborator who has not met the
+// workspace's observer requirements is refused (observers.go).
 func (w *Workspace) enterAs(ctx context.Context, need store.Role, what string, fn func(ov *overseer, role store.Role) error) error {
-	return w.k.withCachedOverseer(ctx, w.id, &w.ov, func(ov *overseer) error {
-		role, err := ov.require(w.p, need, what)
-		if err != nil {
+	return w.enterChecked(ctx, need, what, func(ov *overseer, meta store.Workspace, role store.Role) error {
+		if err := ov.observerGate(ctx, w.p, meta); err != nil {
 			return err
 		}
 		return fn(ov, role)
@@ -68,9 +68,10 @@ func (k *Kernel) username(ctx context.Context, id string) string {
 	return u.Name
 }
 
-// Info returns {id, name, owner, role}.
+// Info returns {id, name, owner, role}; a collaborator gets it before meeting the
+// workspace's observer requirements.
 func (w *Workspace) Info(ctx context.Context) (info WorkspaceInfo, err error) {
-	err = w.enter(ctx, store.RoleUse, "info", func(ov *overseer) error {
+	err = w.enterUngated(ctx, store.RoleUse, "info", func(ov *overseer, _ store.Role) error {
 		info, err = ov.info(ctx, w.p)
 		return err
 	})
@@ -103,6 +104,7 @@ func (w *Workspace) Delete(ctx context.Context) error {
 			return nil
 		})
 		if err == nil {
+			w.k.chats.cancelWhere(w.id, errRunDeleted, func(*liveRun) bool { return true })
 			w.k.hub.cancelGone(w.id, "")
 			w.k.metrics.forget(w.id, "")
 		}
@@ -147,7 +149,7 @@ func (w *Workspace) CreateGadget(ctx context.Context, name string, code any, gra
 			return err
 		}
 		var err error
-		g, err = ov.createGadget(ctx, w.p, name, bin, client, grants, "")
+		g, err = ov.createGadget(ctx, w.p, name, bin, client, grants, "", "")
 		return err
 	})
 	if err != nil {
@@ -352,16 +354,25 @@ func (w *Workspace) RevokeShareLink(ctx context.Context, id string) error {
 	})
 }
 
-// AuditLog returns up to limit (default 100, at most 1000) audit entries, newest first.
-func (w *Workspace) AuditLog(ctx context.Context, limit int) ([]store.AuditEntry, error) {
+// AuditFilter narrows auditLog: lines older than Before (a line's seq: the next page after a
+// page ending at it), of one Actor, whose action starts with Action.
+type AuditFilter struct {
+	Before uint64 `json:"before"`
+	Actor  string `json:"actor"`
+	Action string `json:"action"`
+}
+
+// AuditLog returns up to limit (default 100, at most 1000) audit entries that match filter,
+// newest first.
+func (w *Workspace) AuditLog(ctx context.Context, limit int, filter AuditFilter) ([]store.AuditEntry, error) {
 	if limit <= 0 {
 		limit = 100
 	}
-	limit = min(limit, 1000)
+	q := store.AuditQuery{Limit: min(limit, 1000), Before: filter.Before, Actor: filter.Actor, Action: filter.Action}
 	var out []store.AuditEntry
 	err := w.enter(ctx, store.RoleBuild, "auditLog", func(ov *overseer) error {
 		var err error
-		out, err = ov.ws.Audit(limit)
+		out, err = ov.ws.Audit(q)
 		return err
 	})
 	if out == nil {

@@ -6,9 +6,13 @@
 //
 //   - list_bindings {workspace?}: the gadgets the agent's snippets can call, as env.NAME
 //   - describe_binding {name, workspace?}: TypeScript declarations of one binding
-//   - execute_code {code, workspace?, timeout_ms?, typescript?}: runs
+//   - execute_code {code, workspace?, timeout_ms?, typescript?, dry_run?}: runs
 //     `export default async function (env, ctx) { ... }` in a fresh sandbox; returns the
-//     value and the console output
+//     value and the console output. With dry_run, gadget writes go to a fork and gatekeeper
+//     actions are recorded: the result shows the diff and a dry run id
+//   - commit_dry_run {id, workspace?}: applies a dry run (CONFLICT when a key it touched
+//     changed since: run the snippet again) and queues its actions for approval
+//   - discard_dry_run {id, workspace?}: drops a dry run
 //
 // workspace is a workspace id; it may be left out when the agent's scope names one workspace.
 package mcp
@@ -59,7 +63,12 @@ func New(cfg Config) http.Handler {
 	gomcp.AddTool(srv, &gomcp.Tool{Name: "describe_binding", Description: "TypeScript declarations of one binding of env: its methods, argument and result types."}, describeBinding)
 	gomcp.AddTool(srv, &gomcp.Tool{Name: "execute_code", Description: "Run a JavaScript (or TypeScript) module whose default export is " +
 		"`async function (env, ctx)` in a fresh sandbox; env.NAME.method(...) calls gadgets (see list_bindings). " +
-		"Returns the resolved value as JSON and the console output. No network, timers or modules."}, executeCode)
+		"Returns the resolved value as JSON and the console output. No network, timers or modules. " +
+		"With dry_run, nothing changes: gadget writes go to a fork and gatekeeper actions are recorded; the result shows " +
+		"the diff and a dry run id for commit_dry_run or discard_dry_run (held 15 minutes)."}, executeCode)
+	gomcp.AddTool(srv, &gomcp.Tool{Name: "commit_dry_run", Description: "Apply a dry run of execute_code: all its writes at once, " +
+		"unless a key it touched changed since (then nothing is applied: run the snippet again), and queue its gatekeeper actions for approval."}, commitDryRun)
+	gomcp.AddTool(srv, &gomcp.Tool{Name: "discard_dry_run", Description: "Drop a dry run of execute_code."}, discardDryRun)
 	h := gomcp.NewStreamableHTTPHandler(func(*http.Request) *gomcp.Server { return srv },
 		&gomcp.StreamableHTTPOptions{Logger: cfg.Logger, SessionTimeout: sessionTimeout, MaxRequestBodyBytes: maxBody})
 	verify := func(ctx context.Context, token string, req *http.Request) (*auth.TokenInfo, error) {
@@ -168,6 +177,7 @@ type ExecuteCodeArgs struct {
 	Workspace  string `json:"workspace,omitempty" jsonschema:"workspace id; may be left out when your scope names one workspace"`
 	TimeoutMs  int    `json:"timeout_ms,omitempty" jsonschema:"time limit in milliseconds (default 5000, at most 60000)"`
 	TypeScript bool   `json:"typescript,omitempty" jsonschema:"strip TypeScript types from code first"`
+	DryRun     bool   `json:"dry_run,omitempty" jsonschema:"change nothing: show what the code would write and which actions it would queue, held for commit_dry_run"`
 }
 
 func executeCode(ctx context.Context, req *gomcp.CallToolRequest, in ExecuteCodeArgs) (*gomcp.CallToolResult, any, error) {
@@ -175,7 +185,7 @@ func executeCode(ctx context.Context, req *gomcp.CallToolRequest, in ExecuteCode
 	if err != nil {
 		return nil, nil, err
 	}
-	out, err := s.ExecuteCode(ctx, ws, in.Code, kernel.CodeOptions{TimeoutMs: in.TimeoutMs, TypeScript: in.TypeScript})
+	out, err := s.ExecuteCode(ctx, ws, in.Code, kernel.CodeOptions{TimeoutMs: in.TimeoutMs, TypeScript: in.TypeScript, DryRun: in.DryRun})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -192,8 +202,42 @@ func executeCode(ctx context.Context, req *gomcp.CallToolRequest, in ExecuteCode
 		}
 		fmt.Fprintf(&b, "result: %s\n", v)
 	}
+	if out.DryRun != nil {
+		b.WriteString(out.DryRun.Text())
+	}
 	res := text(b.String())
 	res.StructuredContent = out
 	res.IsError = out.Error != nil
 	return res, nil, nil
+}
+
+// DryRunArgs are commit_dry_run's and discard_dry_run's arguments.
+type DryRunArgs struct {
+	ID        string `json:"id" jsonschema:"the dry run's id, from execute_code with dry_run"`
+	Workspace string `json:"workspace,omitempty" jsonschema:"workspace id; may be left out when your scope names one workspace"`
+}
+
+func commitDryRun(ctx context.Context, req *gomcp.CallToolRequest, in DryRunArgs) (*gomcp.CallToolResult, any, error) {
+	s, ws, err := agent(ctx, req, in.Workspace)
+	if err != nil {
+		return nil, nil, err
+	}
+	out, err := s.CommitDryRun(ctx, ws, in.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	res := text(fmt.Sprintf("committed dry run %s; queued actions: %v\n", in.ID, out.Actions))
+	res.StructuredContent = out
+	return res, nil, nil
+}
+
+func discardDryRun(ctx context.Context, req *gomcp.CallToolRequest, in DryRunArgs) (*gomcp.CallToolResult, any, error) {
+	s, ws, err := agent(ctx, req, in.Workspace)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.DiscardDryRun(ctx, ws, in.ID); err != nil {
+		return nil, nil, err
+	}
+	return text(fmt.Sprintf("discarded dry run %s\n", in.ID)), nil, nil
 }

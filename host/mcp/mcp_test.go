@@ -153,7 +153,7 @@ func TestCodeModeOverMCP(t *testing.T) {
 	for _, tl := range tools.Tools {
 		names = append(names, tl.Name)
 	}
-	if !reflect.DeepEqual(names, []string{"describe_binding", "execute_code", "list_bindings"}) {
+	if !reflect.DeepEqual(names, []string{"commit_dry_run", "describe_binding", "discard_dry_run", "execute_code", "list_bindings"}) {
 		t.Fatalf("tools = %v", names)
 	}
 
@@ -203,6 +203,55 @@ func TestCodeModeOverMCP(t *testing.T) {
 		got = append(got, e["action"].(string))
 	}
 	if want := []string{"code.execute", "code.execute", "code.describe_binding", "code.list_bindings"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("audit actions %v, want %v", got, want)
+	}
+}
+
+// TestDryRunOverMCP: execute_code with dry_run shows the diff and its id and changes
+// nothing; commit_dry_run applies it, discard_dry_run drops another; all audited via mcp.
+func TestDryRunOverMCP(t *testing.T) {
+	s := startServer(t)
+	_, agentToken, _, home := fixture(t, s)
+	cs, err := connect(s, agentToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	add := map[string]any{"code": `export default async (env) => env.todo.add("via a dry run")`, "dry_run": true}
+	res := call(t, cs, "execute_code", add)
+	txt := textOf(t, res)
+	sc, _ := res.StructuredContent.(map[string]any)
+	d, _ := sc["dryRun"].(map[string]any)
+	id, _ := d["id"].(string)
+	if res.IsError || id == "" || !strings.Contains(txt, "dry run "+id) || !strings.Contains(txt, `+ todo/0000000001 = {"id":1,"title":"via a dry run","done":false}`) {
+		t.Fatalf("execute_code with dry_run: %s", txt)
+	}
+	list := map[string]any{"code": `export default async (env) => (await env.todo.list()).length`}
+	if txt := textOf(t, call(t, cs, "execute_code", list)); !strings.Contains(txt, "result: 0") {
+		t.Fatalf("after the dry run: %s", txt)
+	}
+	if res := call(t, cs, "commit_dry_run", map[string]any{"id": id}); res.IsError || !strings.Contains(textOf(t, res), "committed dry run "+id) {
+		t.Fatalf("commit_dry_run: %s", textOf(t, res))
+	}
+	if txt := textOf(t, call(t, cs, "execute_code", list)); !strings.Contains(txt, "result: 1") {
+		t.Fatalf("after the commit: %s", txt)
+	}
+	if res := call(t, cs, "commit_dry_run", map[string]any{"id": id}); !res.IsError || !strings.Contains(textOf(t, res), "was committed or discarded") {
+		t.Fatalf("a second commit_dry_run: %s", textOf(t, res))
+	}
+	sc, _ = call(t, cs, "execute_code", add).StructuredContent.(map[string]any)
+	id = sc["dryRun"].(map[string]any)["id"].(string)
+	if res := call(t, cs, "discard_dry_run", map[string]any{"id": id}); res.IsError {
+		t.Fatalf("discard_dry_run: %s", textOf(t, res))
+	}
+	var got []string
+	for _, e := range await(t, home.Call(ctx, "auditLog", 6)).([]any) {
+		e := e.(map[string]any)
+		if e["actor"] == "ada/agent:helper" && strings.HasPrefix(e["detail"].(string), "via mcp;") {
+			got = append(got, e["action"].(string))
+		}
+	}
+	if want := []string{"code.discard_dry_run", "code.dry_run", "code.execute", "code.commit_dry_run", "code.execute", "code.dry_run"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("audit actions %v, want %v", got, want)
 	}
 }

@@ -2,143 +2,99 @@ package metrics
 
 import (
 	"bytes"
-	"errors"
+	"math"
 	"strings"
-	"sync"
 	"testing"
-	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 )
 
-func TestObserveBuckets(t *testing.T) {
-	var h Histogram
-	for _, d := range []time.Duration{-time.Second, 0, 25 * time.Microsecond, 26 * time.Microsecond, time.Second, time.Minute} {
-		h.Observe(d)
+// snapshot observes each value into a histogram over Buckets and returns its state.
+func snapshot(t *testing.T, values ...float64) *dto.Histogram {
+	t.Helper()
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "d_seconds", Help: "Durations.", Buckets: Buckets})
+	for _, v := range values {
+		h.Observe(v)
 	}
-	s := h.Snapshot()
-	want := map[int]uint64{0: 3, 1: 1, 14: 1, len(Bounds): 1} // bucket index -> count
-	for i, n := range s.Counts {
-		if n != want[i] {
-			t.Errorf("bucket %d (le %v) = %d, want %d", i, boundName(i), n, want[i])
-		}
+	var m dto.Metric
+	if err := h.Write(&m); err != nil {
+		t.Fatal(err)
 	}
-	if s.Count != 6 {
-		t.Errorf("count = %d, want 6", s.Count)
-	}
-	if wantSum := 25*time.Microsecond + 26*time.Microsecond + time.Second + time.Minute; s.Sum != wantSum {
-		t.Errorf("sum = %v, want %v", s.Sum, wantSum)
-	}
-}
-
-func boundName(i int) string {
-	if i == len(Bounds) {
-		return "+Inf"
-	}
-	return Bounds[i].String()
+	return m.GetHistogram()
 }
 
 func TestQuantile(t *testing.T) {
-	var h Histogram
-	if got := h.Snapshot().Quantile(0.5); got != 0 {
+	if got := Quantile(snapshot(t), 0.5); got != 0 {
 		t.Fatalf("empty p50 = %v, want 0", got)
 	}
 	// 90 fast calls (in (500µs, 1ms]) and 10 slow ones (in (100ms, 250ms]).
+	var values []float64
 	for range 90 {
-		h.Observe(700 * time.Microsecond)
+		values = append(values, 700e-6)
 	}
 	for range 10 {
-		h.Observe(200 * time.Millisecond)
+		values = append(values, 0.2)
 	}
-	s := h.Snapshot()
-	check := func(q float64, lo, hi time.Duration) {
+	h := snapshot(t, values...)
+	check := func(q, lo, hi float64) {
 		t.Helper()
-		if got := s.Quantile(q); got < lo || got > hi {
+		if got := Quantile(h, q); got < lo || got > hi {
 			t.Errorf("q%v = %v, want within [%v, %v]", q, got, lo, hi)
 		}
 	}
-	check(0.5, 500*time.Microsecond, time.Millisecond)
-	check(0.9, 500*time.Microsecond, time.Millisecond)
-	check(0.99, 100*time.Millisecond, 250*time.Millisecond)
-	check(1, 250*time.Millisecond, 250*time.Millisecond)
-	check(0, 500*time.Microsecond, 500*time.Microsecond)
-
-	var slow Histogram
-	slow.Observe(time.Hour)
-	if got := slow.Snapshot().Quantile(0.5); got != Bounds[len(Bounds)-1] {
-		t.Errorf("p50 past the last bound = %v, want %v", got, Bounds[len(Bounds)-1])
+	check(0.5, 500e-6, 0.001)
+	check(0.9, 500e-6, 0.001)
+	check(0.99, 0.1, 0.25)
+	check(1, 0.25, 0.25)
+	check(0, 500e-6, 500e-6)
+	if got := Quantile(h, math.NaN()); got != 0 {
+		t.Errorf("NaN quantile = %v, want 0", got)
+	}
+	if got, want := Quantile(snapshot(t, 3600), 0.5), Buckets[len(Buckets)-1]; got != want {
+		t.Errorf("p50 past the last bound = %v, want %v", got, want)
 	}
 }
 
-func TestConcurrentObserve(t *testing.T) {
-	var h Histogram
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			for i := range 1000 {
-				h.Observe(time.Duration(i) * time.Microsecond)
-			}
-		})
-	}
-	wg.Wait()
-	if n := h.Snapshot().Count; n != 8000 {
-		t.Fatalf("count = %d, want 8000", n)
-	}
-}
-
-func TestTextFormat(t *testing.T) {
-	var h Histogram
-	h.Observe(30 * time.Microsecond)
-	h.Observe(2 * time.Minute)
-	var buf bytes.Buffer
-	w := NewTextWriter(&buf)
-	w.Family("x_total", Counter, "Calls.\nWith a \\ backslash.")
-	w.Sample("x_total", []Label{{"ws", "a\"b"}, {"g", "line\nbreak\\"}}, 3)
-	w.Family("up", Gauge, "Up.")
-	w.Sample("up", nil, 1.5)
-	w.Family("d_seconds", Hist, "Durations.")
-	w.Histogram("d_seconds", []Label{{"g", "t"}}, h.Snapshot())
-	if err := w.Flush(); err != nil {
+// TestRegistryHasGoAndProcessSeries: NewRegistry's text exposition parses, with the Go
+// runtime's and the process's series, and Families finds series by label.
+func TestRegistryHasGoAndProcessSeries(t *testing.T) {
+	reg := NewRegistry()
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "x_total", Help: "Calls.\nWith a \\ backslash."}, []string{"ws", "g"})
+	reg.MustRegister(c)
+	c.WithLabelValues(`a"b`, "line\nbreak\\").Add(3)
+	c.WithLabelValues("a", "plain").Inc()
+	families, err := reg.Gather()
+	if err != nil {
 		t.Fatal(err)
 	}
-	out := buf.String()
-	for _, want := range []string{
-		"# HELP x_total Calls.\\nWith a \\\\ backslash.\n# TYPE x_total counter\n",
-		`x_total{ws="a\"b",g="line\nbreak\\"} 3` + "\n",
-		"# TYPE up gauge\nup 1.5\n",
-		"# TYPE d_seconds histogram\n",
-		`d_seconds_bucket{g="t",le="2.5e-05"} 0` + "\n",
-		`d_seconds_bucket{g="t",le="5e-05"} 1` + "\n",
-		`d_seconds_bucket{g="t",le="30"} 1` + "\n",
-		`d_seconds_bucket{g="t",le="+Inf"} 2` + "\n",
-		`d_seconds_sum{g="t"} 120.00003` + "\n",
-		`d_seconds_count{g="t"} 2` + "\n",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
+	var buf bytes.Buffer
+	enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, f := range families {
+		if err := enc.Encode(f); err != nil {
+			t.Fatal(err)
 		}
 	}
-	if n := strings.Count(out, "d_seconds_bucket"); n != len(Bounds)+1 {
-		t.Errorf("%d bucket lines, want %d", n, len(Bounds)+1)
+	got, err := Parse(&buf)
+	if err != nil {
+		t.Fatal(err)
 	}
-}
-
-type failWriter struct{}
-
-func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
-
-func TestTextWriterKeepsError(t *testing.T) {
-	w := NewTextWriter(failWriter{})
-	w.Family("a", Gauge, "A.")
-	for i := range 1000 { // past the buffer: the error comes before Flush
-		w.Sample("a", nil, float64(i))
+	for _, name := range []string{"go_goroutines", "process_cpu_seconds_total", "process_resident_memory_bytes"} {
+		if v, ok := got.Value(name); !ok || v <= 0 && name != "process_cpu_seconds_total" {
+			t.Errorf("%s = %v, %v; want a series", name, v, ok)
+		}
 	}
-	if err := w.Flush(); err == nil || err.Error() != "disk full" {
-		t.Fatalf("Flush = %v, want the write error", err)
+	if v, ok := got.Value("x_total", "g", "line\nbreak\\", "ws", `a"b`); !ok || v != 3 {
+		t.Errorf("x_total{ws=a\"b} = %v, %v; want 3", v, ok)
 	}
-}
-
-func BenchmarkObserve(b *testing.B) {
-	var h Histogram
-	for i := 0; b.Loop(); i++ {
-		h.Observe(time.Duration(i%5000) * time.Microsecond)
+	if v, ok := got.Value("x_total", "ws", "a"); !ok || v != 1 {
+		t.Errorf("x_total{ws=a} = %v, %v; want 1", v, ok)
+	}
+	if _, ok := got.Value("x_total", "ws", "nobody"); ok {
+		t.Error("found a series with a label value nobody gave")
+	}
+	if _, err := Parse(strings.NewReader("x{ 1\n")); err == nil {
+		t.Error("Parse accepted a broken line")
 	}
 }

@@ -32,6 +32,7 @@ type Limits struct {
 	Gadgets     int64 `json:"gadgets,omitempty"`      // gadgets in the user's workspaces
 	Accounts    int64 `json:"accounts,omitempty"`     // gatekeeper accounts the user connected
 	Agents      int64 `json:"agents,omitempty"`       // agents the user made
+	Models      int64 `json:"models,omitempty"`       // models the user added for the agent
 	Schedules   int64 `json:"schedules,omitempty"`    // schedules in the user's workspaces
 	StoredBytes int64 `json:"stored_bytes,omitempty"` // kv state, code and archives the user stores
 
@@ -55,6 +56,7 @@ var Defaults = Limits{
 	Gadgets:     200,
 	Accounts:    50,
 	Agents:      50,
+	Models:      32,
 	Schedules:   100,
 	StoredBytes: 1 << 30,
 
@@ -81,6 +83,7 @@ var Infos = []Info{
 	{"gadgets", User, false, "gadgets in a user's workspaces", func(l *Limits) *int64 { return &l.Gadgets }},
 	{"accounts", User, false, "gatekeeper accounts a user connected", func(l *Limits) *int64 { return &l.Accounts }},
 	{"agents", User, false, "agents a user made", func(l *Limits) *int64 { return &l.Agents }},
+	{"models", User, false, "models a user added for the agent", func(l *Limits) *int64 { return &l.Models }},
 	{"schedules", User, false, "schedules in a user's workspaces", func(l *Limits) *int64 { return &l.Schedules }},
 	{"stored_bytes", User, true, "bytes a user stores (gadget state, code, archives)", func(l *Limits) *int64 { return &l.StoredBytes }},
 	{"live_instances", Workspace, false, "gadget instances a workspace keeps alive at once", func(l *Limits) *int64 { return &l.LiveInstances }},

@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"atelier/capnweb/ordered"
 	"atelier/host/runtime"
 	"atelier/host/runtime/runtimebench"
 )
@@ -17,7 +18,9 @@ func echoSuite(b *testing.B) runtimebench.Suite {
 	return runtimebench.Suite{
 		Wasm: src, Grants: echoGrants, Interfaces: []runtime.HostInterface{h.iface()},
 		Noop: "noop", EchoString: "echo-string-local",
-		Record: "point-local", RecordArg: map[string]any{"x": 1, "y": 2, "label": "a point"},
+		// The record in the form records reach the runtime from Cap'n Web (capnweb.Object) and
+		// leave Lift: an ordered.Object.
+		Record: "point-local", RecordArg: ordered.Object{{Key: "x", Value: 1}, {Key: "y", Value: 2}, {Key: "label", Value: "a point"}},
 	}
 }
 

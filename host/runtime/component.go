@@ -29,6 +29,9 @@ type Component struct {
 	imports map[string]*wit.FuncType
 	// exports maps every accepted spelling of an exported function to its location.
 	exports map[string]export
+	// ambiguous holds the unversioned spellings ("iface#fn") of functions exported by more
+	// than one version of an interface: they name none of them.
+	ambiguous map[string]bool
 	// wasi is set when the component imports any wasi:* interface; hostIfaces lists its other
 	// imported interfaces (unversioned).
 	wasi       bool
@@ -48,6 +51,8 @@ type export struct {
 
 // Compile compiles a component from its binary or WAT text, or loads its compiled artifact
 // from the cache when an earlier Compile stored one for the same bytes and engine settings.
+// It refuses with ErrNotComponent what is neither (a core module included), and with
+// ErrAsync a component that needs the async component model (WASI 0.3).
 func (rt *Runtime) Compile(ctx context.Context, src []byte) (*Component, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -55,9 +60,12 @@ func (rt *Runtime) Compile(ctx context.Context, src []byte) (*Component, error) 
 	if rt.closed.Load() {
 		return nil, ErrClosed
 	}
+	if err := checkSource(src); err != nil {
+		return nil, fmt.Errorf("compile component: %w", err)
+	}
 	c, plan, err := rt.load(src)
 	if err != nil {
-		return nil, fmt.Errorf("compile component: %w", err)
+		return nil, fmt.Errorf("compile component: %w", explainCompile(src, err))
 	}
 	return &Component{c: c, plan: plan}, nil
 }
@@ -73,6 +81,7 @@ func (comp *Component) reflect() {
 	comp.audit = &Audit{Imports: imports, Exports: exports}
 	comp.imports = make(map[string]*wit.FuncType)
 	comp.exports = make(map[string]export)
+	comp.ambiguous = make(map[string]bool)
 	for _, it := range imports {
 		iface := it.Interface()
 		if isWASI(iface) {
@@ -101,7 +110,14 @@ func (comp *Component) reflect() {
 				}
 				e := export{name: it.Name + "#" + f.Name, path: []string{it.Name, f.Name}, ft: f.Func, lift: wit.LiftFactor(f.Func.Result)}
 				comp.exports[e.name] = e
-				comp.exports[it.Interface()+"#"+f.Name] = e
+				// The unversioned spelling names no export when two versions have the function.
+				alias := it.Interface() + "#" + f.Name
+				if prev, ok := comp.exports[alias]; ok && prev.name != e.name || comp.ambiguous[alias] {
+					delete(comp.exports, alias)
+					comp.ambiguous[alias] = true
+				} else {
+					comp.exports[alias] = e
+				}
 			}
 		}
 	}
@@ -122,6 +138,9 @@ func (c *Component) Close() {
 
 func (c *Component) export(name string) (export, *capi.ExportIndex, error) {
 	e, ok := c.reflected().exports[name]
+	if !ok && c.ambiguous[name] {
+		return export{}, nil, fmt.Errorf("%w: %q: the component exports the interface at more than one version; name the version (iface@version#fn)", ErrNoExport, name)
+	}
 	if !ok {
 		return export{}, nil, fmt.Errorf("%w: %q", ErrNoExport, name)
 	}
@@ -150,16 +169,42 @@ func (a *Audit) Check(rt *Runtime, grants []string) error {
 }
 
 // Lines renders one line per function, type and resource, instance members flattened as
-// `instance.member`: `import atelier:host/kv@0.1.0.get: func(key: string) -> ...`.
+// `instance.member`: `import atelier:host/kv@0.1.0.get: func(key: string) -> ...`. An
+// internal export (see Internal) ends with `(internal: why)`.
 func (a *Audit) Lines() []string {
 	var out []string
 	for _, it := range a.Imports {
 		out = appendItem(out, "import ", it)
 	}
 	for _, it := range a.Exports {
+		n := len(out)
 		out = appendItem(out, "export ", it)
+		if why := Internal(it); why != "" {
+			out[n] += " (internal: " + why + ")"
+		}
 	}
 	return out
+}
+
+// qjsInit is the signature of the `init` function componentize-qjs exports: the host that
+// snapshots the component calls it once, with the JS engine's shim and the gadget's script.
+const qjsInit = "func(shim: string, script: string, entry-path: option<string>, disable-gc: bool) -> result<_, string>"
+
+// Internal says why export it belongs to the toolchain that built the component rather than
+// to its interface, or returns "": componentize-qjs's `init`, which the build already called
+// and which would replace the gadget's script if called again. Such exports are not part of
+// a gadget's RPC surface, bindings or declarations (see PublicExports).
+func Internal(it wit.Item) string {
+	if it.Kind == wit.ItemFunc && it.Name == "init" && it.Func.String() == qjsInit {
+		return "componentize-qjs's initializer, called once at build time; not callable"
+	}
+	return ""
+}
+
+// PublicExports returns the exports without the internal ones (see Internal): what callers of
+// the component may call.
+func (a *Audit) PublicExports() []wit.Item {
+	return slices.DeleteFunc(slices.Clone(a.Exports), func(it wit.Item) bool { return Internal(it) != "" })
 }
 
 func appendItem(out []string, prefix string, it wit.Item) []string {

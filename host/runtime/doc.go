@@ -66,8 +66,9 @@
 // The memory budget is enforced by Atelier's own memory creator, which charges every memory's
 // committed bytes (at creation and each growth) to the instance's one budget, records each
 // refusal with a message that names the budget (Instance.MemoryUsed reads the charge),
-// maps modules' data images copy-on-write, and recycles freed memories, scrubbed to zero, for
-// later instances (Config.KeepMemories). A refused memory.grow hands the guest -1 (standard
+// maps modules' data images copy-on-write, gives back to the kernel the pages an instance's
+// start-up left all zero (they read as zero again when touched), and recycles freed memories,
+// scrubbed to zero, for later instances (Config.KeepMemories). A refused memory.grow hands the guest -1 (standard
 // Wasm semantics): a guest that copes goes on, and the call succeeds. When a call (or instantiation) fails after the budget refused it
 // memory, whatever the guest did next (trap, abort, exit), the *TrapError's Kind is ErrMemory;
 // a refusal counts only for the call it happened in, so a later unrelated trap is ErrTrap. A
@@ -80,7 +81,7 @@
 // # Values
 //
 // Calls and host functions take and return JSON-ish Go values; package wit documents the
-// mapping for every WIT type (records are map[string]any, list<u8> is []byte, option is nil or
+// mapping for every WIT type (records are ordered.Objects in declaration order, list<u8> is []byte, option is nil or
 // the value, results and variants are small maps, and so on). Additionally, at the function
 // boundary a WIT `result` is unwrapped: Instance.Call returns the ok payload or a *ResultError
 // with the err payload, and a host function returns the ok payload or Fail(errPayload).

@@ -109,7 +109,13 @@ func (in *Instance) callHost(iface, key string, f *HostFunc, ft *wit.FuncType, a
 	}
 	ctx := in.ctx()
 	out, err := safeCall(ctx, f, &HostCall{inst: in, state: in.states[iface], iface: iface}, lifted)
-	if cerr := ctx.Err(); cerr != nil { // the guest would stop at its next deadline check anyway
+	cerr := ctx.Err()
+	if cerr == nil && in.rt.cfg.Now().UnixNano() >= in.deadline {
+		// An egress socket given the same deadline can time out a moment before ctx's own
+		// timer marks it done: the call still ends as past its deadline.
+		cerr = context.DeadlineExceeded
+	}
+	if cerr != nil { // the guest would stop at its next deadline check anyway
 		in.timedOut = true
 		return in.hostFailed(fmt.Errorf("host function %s: the call's deadline passed while it ran: %w", key, cerr))
 	}

@@ -110,7 +110,8 @@ type Instance struct {
 	// Set only while a call (or instantiation) runs.
 	callCtx context.Context
 	// hostCtx is callCtx bounded by the call's deadline, which host functions get: made at
-	// the call's first host function (most calls make none, and it costs a timer).
+	// the call's first host function (most calls make none); its timer only when a host
+	// function waits on it (deadlineCtx).
 	hostCtx    context.Context
 	hostCancel context.CancelFunc
 	deadline   int64 // Unix nanoseconds

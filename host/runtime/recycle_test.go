@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -194,4 +195,74 @@ func dirty(ctx context.Context, inst *runtime.Instance, grow uint32, marker uint
 		return fmt.Errorf("peek(%d) past %d pages: %v, want a trap", end, 1+grow, err)
 	}
 	return nil
+}
+
+// zeroStartWAT is a component whose start-up writes zeros over all 8 pages of its memory and
+// then a 7 at byte 200000, as a Go guest's runtime clears the memory it frees while it starts.
+const zeroStartWAT = `(component
+  (core module $m
+    (memory (export "memory") 8)
+    (func $start
+      (memory.fill (i32.const 0) (i32.const 0) (i32.const 524288))
+      (i32.store8 (i32.const 200000) (i32.const 7)))
+    (start $start)
+    (func (export "peek") (param i32) (result i32) (i32.load8_u (local.get 0)))
+    (func (export "poke") (param i32 i32) (i32.store8 (local.get 0) (local.get 1))))
+  (core instance $i (instantiate $m))
+  (func (export "peek") (param "at" u32) (result u8) (canon lift (core func $i "peek")))
+  (func (export "poke") (param "at" u32) (param "v" u8) (canon lift (core func $i "poke"))))`
+
+// TestStartupZerosTrimmed checks that the pages an instance's start-up left all zero are given
+// back to the kernel when the instantiation ends (every page of the memory but the one holding
+// the 7), on a fresh memory and on a recycled one whose previous user wrote everywhere, and
+// that the guest still reads what it wrote, zeros elsewhere, and can write to the given-back
+// pages.
+func TestStartupZerosTrimmed(t *testing.T) {
+	rt, err := runtime.New(runtime.Config{NoCache: true, KeepMemories: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	ctx := context.Background()
+	comp := compileText(t, rt, zeroStartWAT)
+	call := func(inst *runtime.Instance, fn string, args ...any) any {
+		t.Helper()
+		got, err := inst.Call(ctx, fn, args...)
+		if err != nil {
+			t.Fatalf("%s%v: %v", fn, args, err)
+		}
+		return got
+	}
+	want := int64(8*wasmPage/os.Getpagesize() - 1)
+	for _, round := range []string{"fresh", "recycled"} {
+		pooled, trimmed := capi.PooledMemories(), capi.TrimmedPages()
+		inst, err := rt.Instantiate(ctx, comp, runtime.InstanceConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := capi.TrimmedPages() - trimmed; got != want {
+			t.Errorf("%s memory: %d pages trimmed after start-up, want %d", round, got, want)
+		}
+		if round == "recycled" && capi.PooledMemories() != pooled-1 {
+			t.Fatalf("the second instance did not reuse the first one's memory")
+		}
+		for _, a := range markedAddrs(8) {
+			want := uint8(0)
+			if a == 200000 {
+				want = 7
+			}
+			if got := call(inst, "peek", a); got != want {
+				t.Fatalf("%s memory: byte %d = %v after the trim, want %d", round, a, got, want)
+			}
+		}
+		for _, a := range markedAddrs(8) { // the next round reuses this memory, dirty
+			call(inst, "poke", a, uint8(0xA5))
+		}
+		for _, a := range []uint32{0, 4096, 299776, 8*wasmPage - 1} {
+			if got := call(inst, "peek", a); got != uint8(0xA5) {
+				t.Fatalf("%s memory: byte %d = %v after a write, want 0xA5", round, a, got)
+			}
+		}
+		inst.Close()
+	}
 }

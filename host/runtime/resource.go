@@ -248,7 +248,7 @@ func (in *Instance) ctx() context.Context {
 		if d, ok := in.callCtx.Deadline(); ok && d.UnixNano() <= in.deadline {
 			in.hostCtx = in.callCtx // already bounded by the call's deadline (it set it)
 		} else {
-			in.hostCtx, in.hostCancel = context.WithDeadline(in.callCtx, time.Unix(0, in.deadline))
+			in.hostCtx, in.hostCancel = newDeadlineCtx(in.callCtx, time.Unix(0, in.deadline))
 		}
 	}
 	return in.hostCtx

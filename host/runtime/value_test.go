@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"atelier/capnweb/ordered"
 	"atelier/host/runtime"
 	"atelier/host/runtime/wit"
 )
@@ -14,6 +15,13 @@ import (
 var item = map[string]any{
 	"title": "héllo", "tags": []any{"a", "b"}, "count": uint32(3), "perms": []string{"read", "exec"},
 	"score": 0.5, "kind": map[string]any{"tag": "rect", "val": map[string]any{"x": int32(-1), "y": int32(2), "label": "r"}},
+}
+
+// itemLifted is item as it comes back: records are ordered.Objects in declaration order.
+var itemLifted = ordered.Object{
+	{Key: "title", Value: "héllo"}, {Key: "tags", Value: []any{"a", "b"}}, {Key: "count", Value: uint32(3)},
+	{Key: "perms", Value: []string{"read", "exec"}}, {Key: "score", Value: 0.5},
+	{Key: "kind", Value: map[string]any{"tag": "rect", "val": ordered.Object{{Key: "x", Value: int32(-1)}, {Key: "y", Value: int32(2)}, {Key: "label", Value: "r"}}}},
 }
 
 // echoCases has a value of every WIT type, in JSON-ish form, and what comes back.
@@ -37,7 +45,8 @@ var echoCases = []struct {
 	{"string", "héllo, wörld", "héllo, wörld"},
 	{"bytes", []byte{0, 1, 255}, []byte{0, 1, 255}},
 	{"strings", []any{"", "x", "yz"}, []any{"", "x", "yz"}},
-	{"point", map[string]any{"x": 1, "y": -2, "label": "p"}, map[string]any{"x": int32(1), "y": int32(-2), "label": "p"}},
+	{"point", map[string]any{"x": 1, "y": -2, "label": "p"}, ordered.Object{{Key: "x", Value: int32(1)}, {Key: "y", Value: int32(-2)}, {Key: "label", Value: "p"}}},
+	{"point", ordered.Object{{Key: "label", Value: "p"}, {Key: "x", Value: 1}, {Key: "y", Value: -2}}, ordered.Object{{Key: "x", Value: int32(1)}, {Key: "y", Value: int32(-2)}, {Key: "label", Value: "p"}}},
 	{"tuple", []any{7, "seven", false}, []any{uint32(7), "seven", false}},
 	{"shape", map[string]any{"tag": "circle", "val": 2.5}, map[string]any{"tag": "circle", "val": 2.5}},
 	{"shape", "none", map[string]any{"tag": "none"}},
@@ -54,11 +63,13 @@ var echoCases = []struct {
 	{"result-empty", map[string]any{"err": nil}, map[string]any{"err": nil}},
 	{"perms", []any{"write"}, []string{"write"}},
 	{"perms", map[string]any{"read": true, "exec": true}, []string{"read", "exec"}},
-	{"item", item, item},
-	{"items", []any{item, item}, []any{item, item}},
+	{"item", item, itemLifted},
+	{"item", itemLifted, itemLifted},
+	{"items", []any{item, item}, []any{itemLifted, itemLifted}},
 	{"items", []any{}, []any{}},
 	{"many", map[string]any{"f0": "a", "f1": "b", "f2": "c", "f3": "d", "f4": "e", "f5": "f", "f6": "g", "f7": "h", "f8": "i"},
-		map[string]any{"f0": "a", "f1": "b", "f2": "c", "f3": "d", "f4": "e", "f5": "f", "f6": "g", "f7": "h", "f8": "i"}},
+		ordered.Object{{Key: "f0", Value: "a"}, {Key: "f1", Value: "b"}, {Key: "f2", Value: "c"}, {Key: "f3", Value: "d"}, {Key: "f4", Value: "e"},
+			{Key: "f5", Value: "f"}, {Key: "f6", Value: "g"}, {Key: "f7", Value: "h"}, {Key: "f8", Value: "i"}}},
 }
 
 // TestEcho sends a value of every WIT type host -> guest -> host import -> guest -> host.

@@ -35,6 +35,8 @@ import (
 //	code/<sha256 hex>           component bytes, shared by every version and blueprint using them
 //	coderefs/<sha256 hex>       8-byte big-endian count of the gadgets and blueprints using them
 //	blueprints/<id>             JSON Blueprint
+//	models/<id>                 JSON Model (models.go; created on Open, no migration)
+//	meta/agentinstructions      the admin's instructions for every agent (models.go)
 //
 // Schema 1 (the single-user preview: gadgets/<name>, code/<sha>, state/<name>/<key>) is
 // migrated on Open into a workspace named "default" owned by the user "admin". Schema 2 lacks
@@ -219,7 +221,7 @@ func (s *Bolt) migrate() error {
 		if have > SchemaVersion {
 			return fmt.Errorf("data file has schema version %d, this atelier reads up to %d: upgrade atelier", have, SchemaVersion)
 		}
-		for _, b := range [][]byte{bucketUsers, bucketUsernames, bucketTokens, bucketAgents, bucketWorkspaces, bucketAccess, bucketWS, bucketCode, bucketBlueprints, bucketGatekeepers, bucketGKArchives, bucketGKAccounts} {
+		for _, b := range [][]byte{bucketUsers, bucketUsernames, bucketTokens, bucketAgents, bucketWorkspaces, bucketAccess, bucketWS, bucketCode, bucketBlueprints, bucketGatekeepers, bucketGKArchives, bucketGKAccounts, bucketModels} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}

@@ -245,6 +245,9 @@ func (s *Bolt) apply(tx *bolt.Tx, r *commitReq) error {
 			ws.ID = r.ws
 			err = putWorkspace(tx, ws)
 		case MutDeleteWorkspace:
+			if err = dropHookIndex(tx, b); err != nil {
+				break
+			}
 			if touched, err = deleteWorkspace(tx, b, r.ws, touched); err == nil {
 				if err = dropScheduleIndex(tx, r.ws); err == nil {
 					return collectCode(tx, touched) // nothing after a deletion has a place to go
@@ -267,6 +270,10 @@ func (s *Bolt) apply(tx *bolt.Tx, r *commitReq) error {
 			}
 		case MutPutSchedule, MutDeleteSchedule:
 			err = applySchedule(tx, b, r.ws, m)
+		case MutPutHook, MutDeleteHook:
+			err = applyHook(tx, b, r.ws, m)
+		case MutPutChat, MutDeleteChat, MutPutChatMessage, MutPutDraft, MutDeleteDraft:
+			err = applyChat(b, m)
 		case MutPutCode:
 			sha := CodeSHA(m.Value)
 			if err = putCode(tx, sha, m.Value); err == nil {

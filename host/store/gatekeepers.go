@@ -33,6 +33,16 @@ type GatekeeperRecord struct {
 	Manifest json.RawMessage `json:"manifest"`
 	By       string          `json:"by"` // the user who installed it
 	Created  time.Time       `json:"created"`
+	// OAuthClient is the OAuth client the admin configured for a gatekeeper whose manifest
+	// declares oauth (nil: none yet).
+	OAuthClient *OAuthClient `json:"oauthClient,omitempty"`
+}
+
+// OAuthClient is a gatekeeper's OAuth client registration: the client id in clear and the
+// client secret sealed by the kernel.
+type OAuthClient struct {
+	ID     string `json:"id"`
+	Sealed []byte `json:"sealed,omitempty"`
 }
 
 // GatekeeperAccount is a user's connected account on one gatekeeper: the granted resource
@@ -44,7 +54,14 @@ type GatekeeperAccount struct {
 	Resource   string            `json:"resource"`
 	Sealed     map[string][]byte `json:"sealed"`
 	Created    time.Time         `json:"created"`
+	// State is "" for a usable account, or AccountReconnect when its OAuth tokens can no
+	// longer be refreshed.
+	State string `json:"state,omitempty"`
 }
+
+// AccountReconnect is the State of an OAuth account whose refresh token the provider refused:
+// the user must connect it again.
+const AccountReconnect = "reconnect"
 
 // PutGatekeeper stores an installed package with its archive; ErrConflict when it is
 // installed already.
@@ -150,6 +167,38 @@ func (s *Bolt) PutAccount(_ context.Context, a GatekeeperAccount) error {
 	})
 	if err != nil {
 		return fmt.Errorf("put account %s: %w", a.ID, err)
+	}
+	return nil
+}
+
+// UpdateAccount replaces the record of an existing account (its sealed values and state);
+// ErrNotFound when it is gone. Its kv state is kept.
+func (s *Bolt) UpdateAccount(_ context.Context, a GatekeeperAccount) error {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketGKAccounts)
+		if b.Get([]byte(a.ID)) == nil {
+			return ErrNotFound
+		}
+		return putJSON(b, []byte(a.ID), a)
+	})
+	if err != nil {
+		return fmt.Errorf("update account %s: %w", a.ID, err)
+	}
+	return nil
+}
+
+// UpdateGatekeeper replaces the record of an installed gatekeeper (its archive is kept);
+// ErrNotFound when it is not installed.
+func (s *Bolt) UpdateGatekeeper(_ context.Context, g GatekeeperRecord) error {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketGatekeepers)
+		if b.Get([]byte(g.ID)) == nil {
+			return ErrNotFound
+		}
+		return putJSON(b, []byte(g.ID), g)
+	})
+	if err != nil {
+		return fmt.Errorf("update gatekeeper %s: %w", g.ID, err)
 	}
 	return nil
 }

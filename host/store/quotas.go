@@ -35,7 +35,7 @@ func (s *Bolt) PutQuotas(_ context.Context, l quota.Limits) error {
 
 // UserUsage implements Store. It reads, in one transaction, the access index of user and the
 // workspaces it owns (their gadget records, schedules and usage counters), and the agents,
-// gatekeeper accounts and blueprints of user: nothing of other users' workspaces.
+// gatekeeper accounts, models and blueprints of user: nothing of other users' workspaces.
 func (s *Bolt) UserUsage(_ context.Context, user string) (quota.Limits, error) {
 	var u quota.Limits
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -60,6 +60,13 @@ func (s *Bolt) UserUsage(_ context.Context, user string) (quota.Limits, error) {
 		}
 		err = forEachJSON(tx.Bucket(bucketGKAccounts), func(a GatekeeperAccount) error {
 			u.Accounts += count(a.Owner == user)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		err = forEachJSON(tx.Bucket(bucketModels), func(m Model) error {
+			u.Models += count(m.Owner == user)
 			return nil
 		})
 		if err != nil {

@@ -23,7 +23,7 @@ func TestRetention(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	audit, err := ws.Audit(100)
+	audit, err := ws.Audit(AuditQuery{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -171,6 +171,10 @@ type Workspace struct {
 	Created       time.Time      `json:"created"`
 	Collaborators []Collaborator `json:"collaborators,omitempty"`
 	ShareLinks    []ShareLink    `json:"shareLinks,omitempty"`
+	// ObserverRequirements names, per role, the gatekeeper bindings ("GADGET.NAME") that a
+	// collaborator with that role (or a higher one) must be able to read with an account of
+	// their own before the workspace shows them anything (kernel/observers.go).
+	ObserverRequirements map[Role][]string `json:"observerRequirements,omitempty"`
 }
 
 // Collaborator is a user a workspace is shared with.
@@ -179,6 +183,9 @@ type Collaborator struct {
 	Role   Role   `json:"role"`
 	// Via is the share link that added the collaborator ("" when added by name).
 	Via string `json:"via,omitempty"`
+	// Observers maps a required binding ("GADGET.NAME", Workspace.ObserverRequirements) to
+	// the collaborator's own account they picked to show they can read it themselves.
+	Observers map[string]string `json:"observers,omitempty"`
 }
 
 // ShareLink lets whoever holds its key join a workspace with Role; only the key's hash is kept.
@@ -219,6 +226,8 @@ type Version struct {
 	Size    int       `json:"size"`
 	Client  string    `json:"client,omitempty"`
 	Created time.Time `json:"created"`
+	// Chat names the chat whose accepted draft made the version ("" for none).
+	Chat string `json:"chat,omitempty"`
 }
 
 // CurrentVersion returns the version that runs.
@@ -239,6 +248,15 @@ type AuditEntry struct {
 	Action string    `json:"action"`
 	Target string    `json:"target"`
 	Detail string    `json:"detail"`
+}
+
+// AuditQuery selects audit entries: the newest Limit of those older than Before (0: any) whose
+// actor is Actor ("": any) and whose action starts with Action.
+type AuditQuery struct {
+	Limit  int
+	Before uint64
+	Actor  string
+	Action string
 }
 
 // Blueprint is a gadget's code and binding shapes, without data.
@@ -307,10 +325,16 @@ type Store interface {
 	Gatekeepers(ctx context.Context) ([]GatekeeperRecord, error)
 	Gatekeeper(ctx context.Context, id string) (GatekeeperRecord, []byte, error)
 	DeleteGatekeeper(ctx context.Context, id string) error
+	// UpdateGatekeeper replaces an installed gatekeeper's record, keeping its archive
+	// (ErrNotFound when it is not installed).
+	UpdateGatekeeper(ctx context.Context, g GatekeeperRecord) error
 
 	// PutAccount stores a new connected gatekeeper account (its gatekeeper must exist).
 	PutAccount(ctx context.Context, a GatekeeperAccount) error
 	Account(ctx context.Context, id string) (GatekeeperAccount, error)
+	// UpdateAccount replaces an existing account's record, keeping its kv state (ErrNotFound
+	// when it is gone).
+	UpdateAccount(ctx context.Context, a GatekeeperAccount) error
 	// Accounts lists the accounts of user owner.
 	Accounts(ctx context.Context, owner string) ([]GatekeeperAccount, error)
 	DeleteAccount(ctx context.Context, id string) error
@@ -322,12 +346,28 @@ type Store interface {
 
 	// DueSchedules lists every workspace's schedules due at or before before.
 	DueSchedules(ctx context.Context, before time.Time) ([]DueSchedule, error)
+	// HookRef returns the index entry of hook id (ErrNotFound when no workspace has it);
+	// HookRefs lists every hook's, in id order (hooks.go).
+	HookRef(ctx context.Context, id string) (HookRef, error)
+	HookRefs(ctx context.Context) ([]HookRef, error)
+
+	// PutModel stores a new model (ErrConflict when its ID is taken); Models lists those of
+	// owner ("" lists the instance-wide ones); DeleteModel removes one (ErrNotFound when
+	// missing).
+	PutModel(ctx context.Context, m Model) error
+	Model(ctx context.Context, id string) (Model, error)
+	Models(ctx context.Context, owner string) ([]Model, error)
+	DeleteModel(ctx context.Context, id string) error
+	// AgentInstructions returns the admin's instructions for every agent of the server (""
+	// when none); PutAgentInstructions replaces them ("" removes them).
+	AgentInstructions(ctx context.Context) (string, error)
+	PutAgentInstructions(ctx context.Context, text string) error
 
 	// Quotas returns the quotas the admin set (zero fields: not set); PutQuotas replaces them.
 	Quotas(ctx context.Context) (quota.Limits, error)
 	PutQuotas(ctx context.Context, l quota.Limits) error
 	// UserUsage tallies what user owns in the fields of the user quotas (quota.User): the
-	// workspaces it owns, their gadgets and schedules, its agents and gatekeeper accounts, and
+	// workspaces it owns, their gadgets and schedules, its agents, models and gatekeeper accounts, and
 	// StoredBytes: its workspaces' gadget state and code versions plus its blueprints' code.
 	// It reads the user's own records, not the whole data file.
 	UserUsage(ctx context.Context, user string) (quota.Limits, error)
@@ -366,8 +406,8 @@ type WorkspaceStore interface {
 	List(gadget GadgetID, prefix []byte, fn func(k, v []byte) bool) error
 	// Usage returns the bytes of a gadget's keys plus values.
 	Usage(gadget GadgetID) (int64, error)
-	// Audit returns up to limit entries, newest first.
-	Audit(limit int) ([]AuditEntry, error)
+	// Audit returns up to q.Limit entries that match q, newest first.
+	Audit(q AuditQuery) ([]AuditEntry, error)
 	// ActionsBefore returns the newest limit entries of the gatekeeper action log whose IDs
 	// are below before (0: no bound), in ID order.
 	ActionsBefore(before uint64, limit int) ([]QueuedAction, error)
@@ -378,6 +418,18 @@ type WorkspaceStore interface {
 	Rules() ([]ApprovalRule, error)
 	// Schedules returns the workspace's schedules, in ID order.
 	Schedules() ([]Schedule, error)
+	// Hooks returns the workspace's hooks, in ID order.
+	Hooks() ([]Hook, error)
+	// Chats returns the workspace's chat records, in ID order; Chat one of them.
+	Chats() ([]Chat, error)
+	Chat(id string) (Chat, error)
+	// ChatMessages returns the newest limit messages of chat whose IDs are below before (0:
+	// no bound), in ID order.
+	ChatMessages(chat string, before uint64, limit int) ([]ChatMessage, error)
+	// Draft returns the chat's draft; false when it has none.
+	Draft(chat string) (Draft, bool, error)
+	// HasDraft reports whether the chat has a draft, without reading it.
+	HasDraft(chat string) (bool, error)
 	// Commit applies muts atomically, iff the lease's epoch is still the workspace's:
 	// otherwise it returns ErrFenced and writes nothing. It returns once muts are durable.
 	Commit(ctx context.Context, muts []Mutation) error
@@ -415,6 +467,13 @@ const (
 	MutDeleteRule     // withdraw an auto-approval rule
 	MutPutSchedule    // a schedule of the workspace (and its next run in the server-wide index)
 	MutDeleteSchedule // cancel a schedule
+	MutPutChat        // a chat's record (chats.go)
+	MutDeleteChat     // a chat with its messages and draft
+	MutPutChatMessage // a message of a chat
+	MutPutDraft       // a chat's draft
+	MutDeleteDraft    // drop a chat's draft
+	MutPutHook        // a hook of the workspace (and its server-wide index entry, hooks.go)
+	MutDeleteHook     // remove a hook
 )
 
 // Mutation is one change inside a workspace; build them with the functions below.
@@ -429,6 +488,10 @@ type Mutation struct {
 	Action    *QueuedAction
 	Rule      *ApprovalRule
 	Schedule  *Schedule
+	Chat      *Chat
+	Message   *ChatMessage
+	Draft     *Draft
+	Hook      *Hook
 }
 
 // SetKV stores value under key in gadget g's state.
@@ -493,6 +556,10 @@ func (m Mutation) Check() error {
 		return m.checkQueue()
 	case MutPutSchedule, MutDeleteSchedule:
 		return m.checkSchedule()
+	case MutPutChat, MutDeleteChat, MutPutChatMessage, MutPutDraft, MutDeleteDraft:
+		return m.checkChat()
+	case MutPutHook, MutDeleteHook:
+		return m.checkHook()
 	case MutDeleteWorkspace, MutPutCode:
 	default:
 		return fmt.Errorf("unknown mutation kind %d", m.Kind)

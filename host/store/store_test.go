@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -74,7 +75,7 @@ func TestCommitIsAtomicAndLimited(t *testing.T) {
 	if gs, _ := ws.Gadgets(); len(gs) != 0 {
 		t.Fatalf("gadgets after delete: %v", gs)
 	}
-	if a, _ := ws.Audit(10); len(a) != 2 || a[0].Action != "second" || a[0].Seq != 2 {
+	if a, _ := ws.Audit(AuditQuery{Limit: 10}); len(a) != 2 || a[0].Action != "second" || a[0].Seq != 2 {
 		t.Fatalf("audit = %+v", a)
 	}
 }
@@ -332,5 +333,52 @@ func TestMigratesSchema2(t *testing.T) {
 	}
 	if _, err := db.Code(ctx, CodeSHA(code)); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("code after deleting its only gadget: %v", err)
+	}
+}
+
+// TestAuditQuery pages and filters the audit log in the store: before a seq, by actor, by
+// action prefix, and never by a value that only looks like a match in another field.
+func TestAuditQuery(t *testing.T) {
+	ctx := context.Background()
+	db := open(t, filepath.Join(t.TempDir(), "a.db"))
+	ws, _ := workspace(t, db)
+	var muts []Mutation
+	for i := range 30 {
+		actor := []string{"ada", "bob", "ada/agent:x<y"}[i%3]
+		muts = append(muts, AppendAudit(AuditEntry{Actor: actor, Action: []string{"gadget.deploy", "gadget.delete", "share.create"}[i%3], Target: "g", Detail: `"actor":"bob"`}))
+	}
+	if err := ws.Commit(ctx, muts); err != nil {
+		t.Fatal(err)
+	}
+	seqs := func(es []AuditEntry) []uint64 {
+		out := []uint64{}
+		for _, e := range es {
+			out = append(out, e.Seq)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		q    AuditQuery
+		want []uint64
+	}{
+		{"newest", AuditQuery{Limit: 3}, []uint64{30, 29, 28}},
+		{"before", AuditQuery{Limit: 3, Before: 28}, []uint64{27, 26, 25}},
+		{"before the first", AuditQuery{Limit: 3, Before: 1}, []uint64{}},
+		{"before past the newest", AuditQuery{Limit: 2, Before: 1000}, []uint64{30, 29}},
+		{"actor", AuditQuery{Limit: 3, Actor: "bob"}, []uint64{29, 26, 23}},
+		{"actor with escapes", AuditQuery{Limit: 2, Actor: "ada/agent:x<y"}, []uint64{30, 27}},
+		{"actor is exact", AuditQuery{Limit: 3, Actor: "ad"}, []uint64{}},
+		{"action prefix", AuditQuery{Limit: 4, Action: "gadget."}, []uint64{29, 28, 26, 25}},
+		{"action and actor and before", AuditQuery{Limit: 2, Action: "gadget.de", Actor: "ada", Before: 25}, []uint64{22, 19}},
+		{"no such action", AuditQuery{Limit: 5, Action: "bob"}, []uint64{}},
+	} {
+		got, err := ws.Audit(tc.q)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if !slices.Equal(seqs(got), tc.want) {
+			t.Errorf("%s: seqs %v, want %v", tc.name, seqs(got), tc.want)
+		}
 	}
 }

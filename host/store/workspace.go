@@ -292,17 +292,40 @@ func (w *boltWS) List(g GadgetID, prefix []byte, fn func(k, v []byte) bool) erro
 	})
 }
 
-// Audit implements WorkspaceStore.
-func (w *boltWS) Audit(limit int) ([]AuditEntry, error) {
+// Audit implements WorkspaceStore. Entries that cannot match are passed over on their bytes,
+// without decoding them, so a filter costs about one read of the retained log.
+func (w *boltWS) Audit(q AuditQuery) ([]AuditEntry, error) {
+	var actor, action []byte
+	if q.Actor != "" {
+		actor = append([]byte(`"actor":`), jsonString(q.Actor)...)
+	}
+	if q.Action != "" {
+		quoted := jsonString(q.Action)
+		action = append([]byte(`"action":`), quoted[:len(quoted)-1]...) // open: a prefix
+	}
 	var out []AuditEntry
 	err := w.view(func(b *bolt.Bucket) error {
 		c := b.Bucket(subAudit).Cursor()
-		for k, v := c.Last(); k != nil && len(out) < limit; k, v = c.Prev() {
+		k, v := c.Last()
+		if q.Before != 0 {
+			if k, v = c.Seek(binary.BigEndian.AppendUint64(nil, q.Before)); k == nil {
+				k, v = c.Last()
+			}
+			for k != nil && binary.BigEndian.Uint64(k) >= q.Before {
+				k, v = c.Prev()
+			}
+		}
+		for ; k != nil && len(out) < q.Limit; k, v = c.Prev() {
+			if (actor != nil && !bytes.Contains(v, actor)) || (action != nil && !bytes.Contains(v, action)) {
+				continue
+			}
 			var e AuditEntry
 			if err := json.Unmarshal(v, &e); err != nil {
 				return fmt.Errorf("corrupt audit entry: %w", err)
 			}
-			out = append(out, e)
+			if (q.Actor == "" || e.Actor == q.Actor) && strings.HasPrefix(e.Action, q.Action) {
+				out = append(out, e)
+			}
 		}
 		return nil
 	})
@@ -310,6 +333,12 @@ func (w *boltWS) Audit(limit int) ([]AuditEntry, error) {
 		return nil, fmt.Errorf("read audit log: %w", err)
 	}
 	return out, nil
+}
+
+// jsonString is s as encoding/json writes it in a value.
+func jsonString(s string) []byte {
+	b, _ := json.Marshal(s) // a string always marshals
+	return b
 }
 
 // Close implements WorkspaceStore; the lease is the caller's to release.

@@ -210,13 +210,15 @@ static ret_t *ret_json(JSValue v) {
 }
 
 /* settle runs the job queue and resolves v (consumed): 0 with *out its value (a promise's
- * result), or 1 with *out the thrown value or the rejection reason. */
-static int settle(JSValue v, JSValue *out) {
+ * result), or 1 with *out the thrown value or the rejection reason. With early, it stops
+ * running jobs as soon as v has settled, leaving the jobs of stray promises unrun. */
+static int settle(JSValue v, JSValue *out, int early) {
     if (JS_IsException(v)) {
         *out = JS_GetException(ctx);
         return 1;
     }
     for (;;) {
+        if (early && JS_PromiseState(ctx, v) != JS_PROMISE_PENDING) break; /* also: not a promise */
         JSContext *c;
         int r = JS_ExecutePendingJob(rt, &c);
         if (r == 0) break;
@@ -543,7 +545,7 @@ static JSValue eval_module(JSValue compiled, JSValue *err) {
     }
     JSModuleDef *m = JS_VALUE_GET_PTR(compiled);
     JSValue done;
-    if (settle(JS_EvalFunction(ctx, compiled), &done)) {
+    if (settle(JS_EvalFunction(ctx, compiled), &done, 0)) {
         *err = done;
         return JS_EXCEPTION;
     }
@@ -595,7 +597,10 @@ ret_t *exp_run(char *src, size_t src_len, binding_t *bindings, size_t nbindings,
     JS_FreeValue(ctx, ns);
     JS_FreeValue(ctx, desc);
     JSValue v;
-    if (settle(r, &v)) return ret_exception(v);
+    /* The snippet's value is its result even while stray promises still run: their jobs are
+     * left unrun (the instance ends with this call), and the console says so. */
+    if (settle(r, &v, 1)) return ret_exception(v);
+    if (JS_IsJobPending(rt)) JS_FreeValue(ctx, call_glue("strays", 0, NULL));
     return ret_json(v);
 }
 
@@ -665,7 +670,7 @@ ret_t *exp_call(char *method, size_t method_len, char *args, size_t args_len, ui
     JS_FreeValue(ctx, argv[0]);
     JS_FreeValue(ctx, argv[1]);
     JSValue v;
-    if (settle(r, &v)) return ret_exception(v);
+    if (settle(r, &v, 0)) return ret_exception(v);
     return ret_json(v);
 }
 

@@ -93,14 +93,34 @@
       throw new TypeErrorCtor('a snippet must export a default function: export default async function (env, ctx) { ... }');
     }
     const env = create(null);
+    const names = [];
     for (const [name, methods] of bindings) {
       const stub = create(null);
       for (const method of methods) {
         defineProperty(stub, method, { value: (...args) => callBinding(name, method, args), enumerable: true });
       }
-      defineProperty(env, name, { value: freeze(stub), enumerable: true });
+      defineProperty(env, name, { value: strict(freeze(stub), `env.${name} has no method`, `its methods are: ${methods.join(', ')}`), enumerable: true });
+      names.push(name);
     }
-    return resolve(fn(freeze(env), freeze(create(null))));
+    const listed = names.length === 0 ? 'env holds no bindings here' : `the bindings are: ${names.join(', ')}`;
+    return resolve(fn(strict(freeze(env), 'env has no binding', `${listed} (see listBindings)`), freeze(create(null))));
+  }
+
+  // strict wraps a frozen object so that reading a name it lacks throws a TypeError that names
+  // it ("what NAME; hint") instead of giving undefined. Symbols, then and toJSON still read as
+  // undefined, so that await, JSON.stringify and printing work.
+  function strict(target, what, hint) {
+    return new ProxyCtor(target, {
+      get(t, k) {
+        if (k in t || typeof k !== 'string' || k === 'then' || k === 'toJSON') return t[k];
+        throw new TypeErrorCtor(`${what} ${stringify(k)}; ${hint}`);
+      },
+    });
+  }
+
+  // strays reports the promises a snippet left running when it returned: they are cancelled.
+  function strays() {
+    native.log(2, 'the snippet returned while promises it started were still running; they were cancelled (await them to keep their work)');
   }
 
   // The JS gadget, once loaded.
@@ -203,5 +223,5 @@
     return resolve(apply(gadget[method], gadget, args));
   }
 
-  return { run, load, call, json, error };
+  return { run, load, call, json, error, strays };
 });

@@ -2,11 +2,14 @@
 // operations on a WAT component and on the Go and JS gadgets next to the same operations done as
 // bare Wasmtime C-API calls, the kernel's whole call path next to the same gadget call made
 // directly through host/runtime (each with the ratio between them, measured back to back in the
-// same run), cluster mode next to one node (three nodes on JetStream R3, one on R1, against one
+// same run), a dry run of a snippet with its commit next to the same snippet run for real,
+// the MCP gatekeeper's tool call next to the same call made directly with the MCP Go SDK
+// client, cluster mode next to one node (three nodes on JetStream R3, one on R1, against one
 // node with its bbolt file, with the same load), the gatekeeper hop (a gatekeeper's HTTP call
 // next to the same plain Go HTTP call, with the difference), then the other benchmarks (Cap'n
-// Web, kernel, cluster failover, the host bytes a lifted result costs per byte, 100 parallel
-// logins, the hostile-tenant soak) with their extra metrics.
+// Web, kernel, cluster failover, the host bytes a lifted result costs per byte, the private
+// dirty memory of a live gadget instance, 100 parallel logins, the model provider client's
+// delay per token, the hostile-tenant soak) with their extra metrics.
 //
 //	go run ./tests/bench                  # all benchmarks, 1s each
 //	go run ./tests/bench -benchtime 200ms # quicker, noisier
@@ -36,6 +39,8 @@ var pairs = []struct{ title, slow, fast, slowName, fastName string }{
 	{"Whole path (WebSocket, kernel, commit) against direct host/runtime calls (same run):", "/full", "/direct", "full path", "direct"},
 	{"Cluster of three nodes (JetStream R3) against one node with its bbolt file, 100 clients (same run):", "/jetstream-R3", "/bbolt", "3 nodes R3", "bbolt"},
 	{"One cluster node (JetStream R1) against one node with its bbolt file, 100 clients (same run):", "/jetstream-R1", "/bbolt", "1 node R1", "bbolt"},
+	{"Dry run of a snippet and its commit against the same snippet run for real (same run):", "/dry-run+commit", "/real", "dry run + commit", "real run"},
+	{"MCP gatekeeper: a tool call through it against the same call made directly with the MCP Go SDK client (same run; goal at most 1.5x):", "/mcp-gatekeeper", "/mcp-direct", "gatekeeper", "direct"},
 }
 
 func main() {

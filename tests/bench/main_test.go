@@ -12,6 +12,8 @@ func TestTables(t *testing.T) {
 BenchmarkPath/1clients/direct-2  	  152068	     15000 ns/op	      8660 cpu-ns/op	      7130 p50-ns	     499 B/op	      24 allocs/op
 BenchmarkGadget/go/noop_call/runtime-2 	 1000	 1200 ns/op
 BenchmarkGadget/go/noop_call/bare-2 	 1000	 800 ns/op
+BenchmarkDryRun/100keys/dry-run+commit-2 	      51	  20000000 ns/op	      6003 commit-µs
+BenchmarkDryRun/100keys/real-2           	      63	  16000000 ns/op
 BenchmarkFootprint/live_instance-2          	       1	5308864643 ns/op	        50.00 actors	     60820 heap-B/instance	   8213873 rss-B/instance
 `)
 	results := map[string][]float64{}
@@ -28,6 +30,7 @@ BenchmarkFootprint/live_instance-2          	       1	5308864643 ns/op	        5
 	for _, want := range []string{
 		"Gadget/go/noop_call 1.20 µs 800 ns 1.50x",
 		"Path/1clients 1.50 ms 15.00 µs 100.00x",
+		"DryRun/100keys 20.00 ms 16.00 ms 1.25x 6003 commit-µs",
 		"Footprint/live_instance 5308.86 ms 0.19 50.00 actors, 60820 heap-B/instance, 8213873 rss-B/instance",
 	} {
 		if !strings.Contains(got, want) {

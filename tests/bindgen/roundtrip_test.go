@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"atelier/capnweb/ordered"
 	"atelier/host/runtime"
 	"atelier/host/runtime/wit"
 	"atelier/sdk/guesttest"
@@ -98,16 +99,19 @@ func slicesContain(fs []runtime.HostFunc, name string) bool {
 }
 
 var (
-	point = map[string]any{"x": int32(-7), "y": int32(math.MaxInt32), "label": "p☃"}
-	item  = map[string]any{
-		"title": "héllo", "tags": []any{"a", "", "b"}, "count": uint32(3), "perms": []string{"read", "exec"},
-		"score": 0.5, "kind": map[string]any{"tag": "rect", "val": point},
+	// Records in the form the host lifts them: ordered.Objects in declaration order.
+	point = ordered.Object{{Key: "x", Value: int32(-7)}, {Key: "y", Value: int32(math.MaxInt32)}, {Key: "label", Value: "p☃"}}
+	item  = ordered.Object{
+		{Key: "title", Value: "héllo"}, {Key: "tags", Value: []any{"a", "", "b"}}, {Key: "count", Value: uint32(3)},
+		{Key: "perms", Value: []string{"read", "exec"}}, {Key: "score", Value: 0.5},
+		{Key: "kind", Value: map[string]any{"tag": "rect", "val": point}},
 	}
-	itemNone = map[string]any{
-		"title": "", "tags": []any{}, "count": uint32(0), "perms": []string{},
-		"score": nil, "kind": map[string]any{"tag": "none"},
+	itemNone = ordered.Object{
+		{Key: "title", Value: ""}, {Key: "tags", Value: []any{}}, {Key: "count", Value: uint32(0)},
+		{Key: "perms", Value: []string{}}, {Key: "score", Value: nil}, {Key: "kind", Value: map[string]any{"tag": "none"}},
 	}
-	many = map[string]any{"f0": "a", "f1": "b", "f2": "c", "f3": "d", "f4": "e", "f5": "f", "f6": "g", "f7": "h", "f8": strings.Repeat("i", 5000)}
+	many = ordered.Object{{Key: "f0", Value: "a"}, {Key: "f1", Value: "b"}, {Key: "f2", Value: "c"}, {Key: "f3", Value: "d"}, {Key: "f4", Value: "e"},
+		{Key: "f5", Value: "f"}, {Key: "f6", Value: "g"}, {Key: "f7", Value: "h"}, {Key: "f8", Value: strings.Repeat("i", 5000)}}
 )
 
 // echoCases has values of every WIT type in the runtime's JSON-ish form, as the guest's
@@ -149,18 +153,18 @@ var echoCases = []struct {
 	{"mixed", map[string]any{"tag": "big", "val": int64(math.MinInt64)}},
 	{"mixed", map[string]any{"tag": "real", "val": math.Pi}},
 	{"mixed", map[string]any{"tag": "pair", "val": []any{uint8(200), float32(1.5)}}},
-	{"nested", map[string]any{
-		"opts":    []any{nil, point},
-		"results": []any{map[string]any{"ok": "green"}, map[string]any{"err": "bad"}},
-		"tuples": []any{
+	{"nested", ordered.Object{
+		{Key: "opts", Value: []any{nil, point}},
+		{Key: "results", Value: []any{map[string]any{"ok": "green"}, map[string]any{"err": "bad"}}},
+		{Key: "tuples", Value: []any{
 			[]any{int8(-3), nil},
 			[]any{int8(4), map[string]any{"tag": "real", "val": -2.5}},
 			[]any{int8(5), map[string]any{"tag": "pair", "val": []any{uint8(1), float32(2)}}},
-		},
-		"deep": map[string]any{"ok": []byte("deep")},
+		}},
+		{Key: "deep", Value: map[string]any{"ok": []byte("deep")}},
 	}},
-	{"nested", map[string]any{"opts": []any{}, "results": []any{}, "tuples": []any{}, "deep": map[string]any{"err": nil}}},
-	{"nested", map[string]any{"opts": []any{}, "results": []any{}, "tuples": []any{}, "deep": nil}},
+	{"nested", ordered.Object{{Key: "opts", Value: []any{}}, {Key: "results", Value: []any{}}, {Key: "tuples", Value: []any{}}, {Key: "deep", Value: map[string]any{"err": nil}}}},
+	{"nested", ordered.Object{{Key: "opts", Value: []any{}}, {Key: "results", Value: []any{}}, {Key: "tuples", Value: []any{}}, {Key: "deep", Value: nil}}},
 	{"words", []any{"one", "two"}},
 }
 
@@ -288,7 +292,7 @@ func TestGoValues(t *testing.T) {
 	if got, want := f.call(t, "describe", itemNone), " [] count=0 perms= score=none kind=none"; got != want {
 		t.Errorf("describe = %q, want %q", got, want)
 	}
-	if got := f.call(t, "lookup", "origin"); !reflect.DeepEqual(got, map[string]any{"x": int32(0), "y": int32(0), "label": "origin"}) {
+	if got := f.call(t, "lookup", "origin"); !reflect.DeepEqual(got, ordered.Object{{Key: "x", Value: int32(0)}, {Key: "y", Value: int32(0)}, {Key: "label", Value: "origin"}}) {
 		t.Errorf("lookup(origin) = %#v", got)
 	}
 	if got := f.call(t, "lookup", "elsewhere"); !reflect.DeepEqual(got, map[string]any{"err": "blue"}) {

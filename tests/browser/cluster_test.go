@@ -4,9 +4,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/chromedp/cdproto/page"
-	"github.com/chromedp/chromedp"
 )
 
 // TestClusterScreen runs the server as a cluster of one node (embedded NATS JetStream, no
@@ -16,13 +13,7 @@ func TestClusterScreen(t *testing.T) {
 	dir := t.TempDir()
 	h := newHarness(t, "--cluster", "--node", "n1", "--cluster-secret-file", filepath.Join(dir, "secret"))
 	admin := h.adminTab(h.base)
-	chromedp.ListenTarget(admin, func(ev any) {
-		if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
-			// Not from the listener itself (it would wait on itself); should this fail, the
-			// drain step below fails.
-			go func() { _ = chromedp.Run(admin, page.HandleJavaScriptDialog(true)) }()
-		}
-	})
+	acceptDialogs(admin)
 	h.createWorkspace(admin, "ops")
 	h.run(admin, "open the cluster screen", click("#nav-cluster"), visible(`#cluster-nodes tr[data-node="n1"]`), visible("#cluster-log"))
 	var node, log string

@@ -14,7 +14,7 @@ import (
 )
 
 // buildControls matches every control of the build and owner roles.
-const buildControls = `#create-gadget, #deploy-version, #gadget-client, .rollback, #bind-gadget, .unbind, #create-share-link, #add-collaborator, [data-tab="console"], [data-tab="bindings"]`
+const buildControls = `#create-gadget, #deploy-version, #gadget-client, .rollback, #bind-gadget, .unbind, #create-share-link, #add-collaborator, [data-tab="console"], [data-tab="bindings"], [data-tab="schedules"], [data-tab="hooks"], [data-tab="audit"], #publish-blueprint, #instantiate, #import-blueprint, .export`
 
 // deployOverSocket is run in a page: it opens its own WebSocket to /api with the page's token
 // and, speaking Cap'n Web by hand, calls deploy on gadget "todo" of the workspace in the URL;

@@ -4,8 +4,9 @@
 // rollback from the Versions panel, the gadget frame's sandbox (every way out of the frame that
 // docs/gadget-ui.md names is tried and must be refused, with no request reaching an outside
 // server), a `use` collaborator's view and refusal, gatekeeper bindings and
-// the approval queue, the metrics dashboard, login, reconnection, the cluster admin screen (a
-// one-node cluster), and screenshots of the main screens as test artifacts
+// the approval queue, the Hooks tab (a hook fired by the notes service, copied, removed), the metrics dashboard, login, reconnection, the cluster admin screen (a
+// one-node cluster), the chat panel with a scripted model (a gadget held in a draft until
+// Accept, a rejected edit, a committed dry run, at 390 and 1400 px), and screenshots of the main screens as test artifacts
 // (tests/browser/artifacts or $ATELIER_ARTIFACTS; each run replaces them).
 //
 // Chromium is Debian's `chromium` (scripts/setup.sh installs it), or $ATELIER_CHROMIUM. Without

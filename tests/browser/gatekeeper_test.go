@@ -22,15 +22,12 @@ const callerJS = `export class Gadget {
 // nothing in the test reaches it (actions are queued, applied and rejected without requests).
 const probeNotebooks = "http://127.0.0.1:9/notebooks/"
 
-// TestGatekeeperBindingAndApprovals: the admin installs a gatekeeper package (.gkp) from the
-// Gatekeepers page; a user connects an account on it, binds a gadget to the account on the
-// Bindings tab (listed there with its account), makes the gadget submit two actions, approves
-// one and rejects the other in the approval queue, and unbinds the account from the Bindings
-// tab, after which the kernel refuses the gadget's calls of the binding (it has no such name).
-func TestGatekeeperBindingAndApprovals(t *testing.T) {
-	h := newHarness(t)
+// probeFiles writes the probe gatekeeper's package (probe.gkp, for the notebooks at
+// probeNotebooks) and the caller gadget (server.js) to a temporary folder and returns their paths.
+func probeFiles(t *testing.T) (pkg, server string) {
+	t.Helper()
 	dir := t.TempDir()
-	pkg := filepath.Join(dir, "probe.gkp")
+	pkg = filepath.Join(dir, "probe.gkp")
 	archive, err := gatekeeper.Pack(gatekeeper.Manifest{
 		Name: "probe", Version: "1", Vendor: "tests", World: gatekeeper.World,
 		Egress:      gatekeeper.Egress{Schemes: []string{"http"}, Hosts: []string{"127.0.0.1:9"}},
@@ -40,12 +37,24 @@ func TestGatekeeperBindingAndApprovals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	server := filepath.Join(dir, "server.js")
+	server = filepath.Join(dir, "server.js")
 	for path, data := range map[string][]byte{pkg: archive, server: []byte(callerJS)} {
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return pkg, server
+}
+
+// TestGatekeeperBindingAndApprovals: the admin installs a gatekeeper package (.gkp) from the
+// Gatekeepers page; a user connects an account on it, binds a gadget to the account on the
+// Bindings tab (listed there with its account), makes the gadget submit two actions, approves
+// one and rejects the other in the approval queue (which names the gatekeeper and the
+// account's resource, not the account's id), and unbinds the account from the Bindings
+// tab, after which the kernel refuses the gadget's calls of the binding (it has no such name).
+func TestGatekeeperBindingAndApprovals(t *testing.T) {
+	h := newHarness(t)
+	pkg, server := probeFiles(t)
 
 	// The admin's browser (another origin: storage of its own). A single server shows no
 	// Cluster screen.
@@ -92,6 +101,11 @@ func TestGatekeeperBindingAndApprovals(t *testing.T) {
 	other2 := `#actions tr[data-action="` + reject + `"]`
 	h.run(a, "see the pending actions", chromedp.Navigate(wsPage+"/approvals"), visible(row+`[data-state="pending"]`), visible(other2+`[data-state="pending"]`))
 	h.shot(a, "12-approvals")
+	var account string
+	h.run(a, "read the pending action's gatekeeper and resource", text(row+" td.account", &account))
+	if !strings.Contains(account, "probe") || !strings.Contains(account, probeNotebooks+"work") || strings.Contains(account, "acct_") {
+		t.Errorf("the pending action's account cell reads %q, want the gatekeeper's name and the account's resource, no account id", account)
+	}
 	h.run(a, "approve one", click(row+" .approve"), visible(row+`[data-state="applied"]`))
 	h.run(a, "reject the other", click(other2+" .reject"), visible(other2+`[data-state="rejected"]`))
 	var applied string

@@ -6,6 +6,7 @@ package cluster
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -24,6 +25,7 @@ import (
 	gomcp "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"atelier/capnweb"
+	"atelier/host/cluster"
 	"atelier/sdk/guesttest"
 	capnwebtests "atelier/tests/capnweb"
 	"atelier/tests/freeport"
@@ -200,10 +202,21 @@ func (tc *testCluster) busyWorkspace(t testing.TB) (token, ws string, w *writer)
 	return token, ws, w
 }
 
-// status runs `atelier cluster status --json` against node i as the admin.
+// status runs `atelier cluster status` against node i as the admin.
 func (tc *testCluster) status(t testing.TB, i int) string {
 	t.Helper()
-	cmd := exec.Command(tc.bin, "cluster", "status", "--server", tc.nodes[i].URL)
+	return tc.runStatus(t, i)
+}
+
+// statusJSON runs `atelier cluster status --json` against node i as the admin.
+func (tc *testCluster) statusJSON(t testing.TB, i int) string {
+	t.Helper()
+	return tc.runStatus(t, i, "--json")
+}
+
+func (tc *testCluster) runStatus(t testing.TB, i int, flags ...string) string {
+	t.Helper()
+	cmd := exec.Command(tc.bin, append([]string{"cluster", "status", "--server", tc.nodes[i].URL}, flags...)...)
 	cmd.Env = append(os.Environ(), "ATELIER_TOKEN="+tc.admin, "XDG_CONFIG_HOME="+t.TempDir())
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -366,6 +379,21 @@ func TestTodoScenarioAcrossNodes(t *testing.T) {
 		}
 	}
 	t.Logf("atelier cluster status:\n%s", st)
+	var js cluster.Status
+	if err := json.Unmarshal([]byte(tc.statusJSON(t, 2)), &js); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range js.Nodes {
+		held := 0
+		for _, owner := range js.Workspaces {
+			if owner == n.Name {
+				held++
+			}
+		}
+		if n.Leases != held {
+			t.Errorf("cluster status: node %s runs %d workspaces, but the placement table gives it %d:\n%s", n.Name, n.Leases, held, st)
+		}
+	}
 	for i, p := range tc.nodes {
 		m := tc.metrics(t, p)
 		want := "atelier_cluster_leases_held 0"
@@ -418,6 +446,13 @@ func TestKillOwnerLosesNoAcknowledgedWrite(t *testing.T) {
 	heard.hearsNext(t, w.c, 30*time.Second)
 	t.Logf("kill -9 of the owner: %d writes acknowledged, %d failed during the failover; stall %v (lease TTL %v)",
 		len(acked), len(fails), stall.Round(time.Millisecond), leaseTTL)
+	// A write in flight on the killed node fails (its outcome is unknown); the writes after it
+	// wait for the new owner instead of failing with MOVED while the old lease runs out.
+	for _, err := range fails {
+		if strings.Contains(err.Error(), "MOVED") || strings.Contains(err.Error(), "keeps moving") {
+			t.Errorf("a write during the failover failed instead of waiting for the new owner: %v", err)
+		}
+	}
 	reader := dial(t, tc.nodes[2].URL, token)
 	reader.openTodo(t, ws)
 	checkAll(t, reader.titles(t), acked)
@@ -744,6 +779,41 @@ func TestCodeModeOverMCPOnAnotherNode(t *testing.T) {
 	}
 	if got := tc.ownerOf(t, 1, ws); got != "n1" {
 		t.Fatalf("the workspace moved to %q; MCP on n3 should have reached it on n1", got)
+	}
+
+	// A dry run through n3 is held on n1, where commit_dry_run and discard_dry_run through n3
+	// reach it.
+	dry := func() string {
+		res, err := cs.CallTool(ctx, &gomcp.CallToolParams{Name: "execute_code", Arguments: map[string]any{"workspace": ws, "dry_run": true,
+			"code": `export default async function (env) { return (await env.todo.add("dry on n3")).title }`}})
+		if err != nil || res.IsError {
+			t.Fatalf("execute_code with dry_run through n3: %v %v", err, res)
+		}
+		sc, _ := res.StructuredContent.(map[string]any)
+		d, _ := sc["dryRun"].(map[string]any)
+		id, _ := d["id"].(string)
+		if id == "" {
+			t.Fatalf("execute_code with dry_run through n3: %v", sc)
+		}
+		return id
+	}
+	if slices.Contains(reader.titles(t), "dry on n3") {
+		t.Fatal("a dry run changed the workspace")
+	}
+	for _, tool := range []string{"discard_dry_run", "commit_dry_run"} {
+		res, err := cs.CallTool(ctx, &gomcp.CallToolParams{Name: tool, Arguments: map[string]any{"workspace": ws, "id": dry()}})
+		if err != nil || res.IsError {
+			t.Fatalf("%s through n3: %v %v", tool, err, res)
+		}
+	}
+	n := 0
+	for _, title := range reader.titles(t) {
+		if title == "dry on n3" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("after one discarded and one committed dry run the list holds %d items \"dry on n3\", want 1", n)
 	}
 }
 

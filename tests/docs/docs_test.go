@@ -1,7 +1,9 @@
 // Package docs_test runs the code blocks of the project's documentation. Each fenced block
 // gets a plan (the rules in plan_test.go): shell blocks and Cap'n Web client blocks run in
-// order, document by document, against a real `atelier serve` (run_test.go); files a tutorial
-// has the reader write are written and then built by the document's own commands; Go is
+// order, document by document, against a real `atelier serve` (run_test.go), and a client
+// block must close the session it opens so that node exits by itself; files a tutorial has the
+// reader write are written, with the edit the paragraph before the block tells the reader to
+// make (proseEdit), and then built by the document's own commands; Go is
 // compiled (go vet) in a scratch module; WIT is loaded with the project's packages; manifests
 // are parsed by the gatekeeper's parser; output excerpts are compared with what the commands
 // printed; the CSP with the shell's. A block that cannot run in a test carries a
@@ -12,6 +14,7 @@ package docs_test
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -32,6 +35,9 @@ type block struct {
 	lang string
 	src  string
 	mark string // the text of a `<!-- docs-test: ... -->` comment on the line before the fence
+	// prose is the paragraph right before the block (its lines joined by spaces, the mark
+	// comment left out): where a document says what the reader does with the block.
+	prose string
 }
 
 func (b block) String() string { return fmt.Sprintf("%s:%d (%s)", b.file, b.line, b.lang) }
@@ -67,16 +73,23 @@ func blocks(t *testing.T, root, file string) []block {
 	var out []block
 	var cur *block
 	var fence, prev string
+	// The lines of the paragraph the current line is in, and of the one before it since the
+	// last block (a blank line and the mark may stand between a paragraph and its block).
+	var para, lastPara []string
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Text()
 		trimmed := strings.TrimLeft(line, " ")
+		inBlock := cur != nil // before this line
 		switch {
 		case cur == nil && strings.HasPrefix(trimmed, "```"):
 			fence = trimmed[:len(trimmed)-len(strings.TrimLeft(trimmed, "`"))]
 			info := strings.Fields(strings.TrimPrefix(trimmed, fence))
-			cur = &block{file: file, line: n}
+			if len(para) == 0 {
+				para = lastPara
+			}
+			cur = &block{file: file, line: n, prose: strings.Join(para, " ")}
 			if len(info) > 0 {
 				cur.lang = info[0]
 			}
@@ -88,6 +101,17 @@ func blocks(t *testing.T, root, file string) []block {
 			cur = nil
 		case cur != nil:
 			cur.src += line + "\n"
+		}
+		switch {
+		case inBlock || cur != nil:
+			para, lastPara = nil, nil
+		case strings.TrimSpace(line) == "":
+			if len(para) > 0 {
+				lastPara = para
+			}
+			para = nil
+		case !markComment.MatchString(line):
+			para = append(para, strings.TrimSpace(line))
 		}
 		prev = line
 	}
@@ -167,6 +191,45 @@ func checkScript(src string, loader api.Loader) error {
 		msgs = append(msgs, where+m.Text)
 	}
 	return fmt.Errorf("%s", strings.Join(msgs, "; "))
+}
+
+// sessionOpen is a JavaScript declaration of a Cap'n Web session's main stub:
+// `const NAME = newWebSocketRpcSession(...)` (or newHttpBatchRpcSession, with let, var or using).
+var sessionOpen = regexp.MustCompile(`\b(const|let|var|using)\s+(\w+)\s*=\s*new\w*RpcSession\(`)
+
+// checkDisposes requires a client block that opens a Cap'n Web session to close it when done,
+// so that `node snippet.mjs` exits instead of waiting on the open WebSocket: the session is
+// declared with `using`, or the block calls `NAME[Symbol.dispose]()` after opening it.
+func checkDisposes(src string) error {
+	var errs []error
+	for _, m := range sessionOpen.FindAllStringSubmatchIndex(src, -1) {
+		decl, name := src[m[2]:m[3]], src[m[4]:m[5]]
+		if decl == "using" {
+			continue
+		}
+		dispose := regexp.MustCompile(`\b` + regexp.QuoteMeta(name) + `\s*\[\s*Symbol\.dispose\s*\]\s*\(\s*\)`)
+		if !dispose.MatchString(src[m[1]:]) {
+			errs = append(errs, fmt.Errorf("the block opens a session (%s) and never closes it: end it with `%s[Symbol.dispose]();` (or declare it with `using`), or node keeps running", name, name))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// TestCheckDisposes: the check of checkDisposes tells a closed session from an open one.
+func TestCheckDisposes(t *testing.T) {
+	open := "import { newWebSocketRpcSession } from \"capnweb\";\nconst root = newWebSocketRpcSession(\"ws://127.0.0.1:8787/api\");\nawait root.ping();\n"
+	for src, ok := range map[string]bool{
+		open:                                false,
+		open + "root[Symbol.dispose]();\n":  true,
+		open + "other[Symbol.dispose]();\n": false,
+		strings.Replace(open, "const root", "using root", 1):      true,
+		"root[Symbol.dispose]();\n" + open:                        false, // disposed before it is opened
+		"const api = root.authenticate(token);\nawait api.x();\n": true,  // a continuation: the session is an earlier block's
+	} {
+		if err := checkDisposes(src); (err == nil) != ok {
+			t.Errorf("checkDisposes = %v, want ok %v, for:\n%s", err, ok, src)
+		}
+	}
 }
 
 // TestWITReference: each block of docs/wit.md that declares an atelier:* package is that

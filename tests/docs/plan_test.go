@@ -78,10 +78,15 @@ func plans(b block) []plan {
 		return one(notRun, reason)
 	case fileMark.MatchString(mark):
 		m := fileMark.FindStringSubmatch(mark)
+		if err := sameEdit(b.prose, m[1], m[2]); err != nil {
+			return []plan{{err: err}}
+		}
 		ps := []plan{{kind: writeFile, variant: variant, arg: m[1], from: m[2]}}
 		switch b.lang {
 		case "wit":
-			ps = append(ps, plan{kind: loadWIT, variant: variant})
+			if m[2] == "" { // a part of a file is loaded once in it (TestGadgetTutorialAsWritten, and the build)
+				ps = append(ps, plan{kind: loadWIT, variant: variant})
+			}
 		case "ts", "typescript":
 			ps = append(ps, plan{kind: typeCheck, variant: variant})
 		}
@@ -118,6 +123,57 @@ func plans(b block) []plan {
 	return fail("no rule for a %q block", b.lang)
 }
 
+// The edits a document's prose tells the reader to make with a file block, in the paragraph
+// right before it; a block marked `file PATH [from "TEXT"]` must say which, and the mark must
+// make that very edit, so that a reader following the words builds what the test builds.
+// A code span is `TEXT`, or TEXT between double backticks when it holds a backtick.
+var (
+	codeSpan = "(?:``(.+?)``|`([^`]+)`)"
+	// Save this as `PATH`: a new file.
+	saveAs = regexp.MustCompile("[Ss]ave (?:this|it)(?: \\w+)? as " + codeSpan)
+	// Replace `PATH` with: the whole file.
+	replaceFile = regexp.MustCompile("[Rr]eplace " + codeSpan + " with")
+	// Replace everything from the line `TEXT` to the end of `PATH` with: the file from the line
+	// that holds TEXT on.
+	replaceFrom = regexp.MustCompile("[Rr]eplace everything from the line " + codeSpan + " to the end of " + codeSpan + " with")
+)
+
+// span is the text of the code span whose submatches start at i of m.
+func span(m []string, i int) string { return m[i] + m[i+1] }
+
+// proseEdit returns the edit that prose tells the reader to make: the file's path and, for a
+// partial replacement, the text of its first replaced line. It fails unless prose says
+// exactly one such thing.
+func proseEdit(prose string) (path, from string, err error) {
+	var found [][2]string
+	for _, m := range replaceFrom.FindAllStringSubmatch(prose, -1) {
+		found = append(found, [2]string{span(m, 3), span(m, 1)})
+	}
+	for _, re := range []*regexp.Regexp{saveAs, replaceFile} {
+		for _, m := range re.FindAllStringSubmatch(prose, -1) {
+			found = append(found, [2]string{span(m, 1), ""})
+		}
+	}
+	if len(found) != 1 {
+		return "", "", fmt.Errorf("the paragraph before a file block must say once what the reader does with it "+
+			"(Save this as `PATH` / Replace `PATH` with / Replace everything from the line `TEXT` to the end of `PATH` with); "+
+			"it says %d such things: %q", len(found), prose)
+	}
+	return found[0][0], found[0][1], nil
+}
+
+// sameEdit fails unless prose tells the reader the edit of a `file PATH [from "TEXT"]` mark.
+func sameEdit(prose, path, from string) error {
+	p, f, err := proseEdit(prose)
+	if err != nil {
+		return err
+	}
+	if p != path || f != from {
+		return fmt.Errorf("the prose says to edit %q from %q (\"\": the whole file), the docs-test mark %q from %q", p, f, path, from)
+	}
+	return nil
+}
+
 // usesPrelude reports whether src uses a stub that jsPreludes declare (a Cap'n Web client
 // block that continues an earlier one).
 func usesPrelude(src string) bool { return preludeUse.MatchString(src) }
@@ -145,7 +201,7 @@ func (p plan) static(t *testing.T, root string, b block) error {
 	case parseManifest:
 		return checkManifest(substitute(b.src, placeholders(nil)))
 	case runNode:
-		return checkScript(b.src, api.LoaderJS)
+		return errors.Join(checkScript(b.src, api.LoaderJS), checkDisposes(b.src))
 	case writeFile:
 		if b.lang == "js" || b.lang == "javascript" {
 			return checkScript(b.src, api.LoaderJS)

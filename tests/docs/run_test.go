@@ -62,14 +62,13 @@ type variant struct {
 var setups = map[string]docSetup{
 	"docs/tutorial-gadget.md": {variants: []variant{
 		{name: "go"},
-		{name: "js", subst: [][2]string{
-			{"--lang go", "--lang js"},
-			// "A JavaScript project's world imports log and kv one by one instead of the include."
-			{"include atelier:gadget/gadget@0.1.0;", "import atelier:host/log@0.1.0;\n  import atelier:host/kv@0.1.0;"},
-		}},
+		// The JavaScript reader takes the "or --lang js" of step 1; every edit after it is written
+		// for both languages (or marked js:), so the blocks are applied as they are.
+		{name: "js", subst: [][2]string{{"--lang go", "--lang js"}}},
 	}},
 	"docs/api.md":                 {given: "sdk/build-gadget.sh gadgets/todo-go todo.wasm\n"},
 	"docs/values.md":              {given: loggedIn + "sdk/build-gadget.sh gadgets/todo-go todo.wasm\natelier gadget deploy todo todo.wasm --grant atelier:host/kv,atelier:host/log,atelier:host/events\n"},
+	"docs/agent.md":               {given: loggedIn},
 	"docs/security.md":            {given: loggedIn},
 	"gadgets/README.md":           {given: loggedIn},
 	"gadgets/slides-go/README.md": {given: loggedIn + notesInstalled, jsGiven: bindNotes},
@@ -395,7 +394,8 @@ func declared(src, name string) bool {
 
 // node runs a Cap'n Web client block with node in the session's working folder: the block's
 // imports, then the preludes of what it uses without declaring, the document's given code and
-// the block; it must finish (its last promise settled) without an error.
+// the block; it must finish without an error and exit by itself, which it does once its
+// sessions are closed (an open WebSocket keeps node running).
 func (s *session) node(b block) {
 	s.t.Helper()
 	src := substitute(b.src, placeholders(s))
@@ -435,19 +435,28 @@ func (s *session) node(b block) {
 	if !strings.Contains(src, `from "capnweb"`) {
 		imports = append(imports, `import { newWebSocketRpcSession } from "capnweb";`)
 	}
+	// The session a prelude opened is the test's: it closes it after the block. A block that
+	// opens its own closes it itself (checkDisposes), and node must then exit by itself.
+	end := ""
+	if slices.Contains(ordered, jsPreludes[0].code) {
+		end = "root[Symbol.dispose]();   // the prelude's session\n"
+	}
 	consts := fmt.Sprintf("const URL = %q, USERNAME = %q, PASSWORD = %q, ROOT = %q;", s.srv.URL, username, password, s.root)
 	program := strings.Join(imports, "\n") + "\nimport { readFileSync } from \"node:fs\";\n" + consts + "\n" +
-		strings.Join(ordered, "\n") + "\n" + s.setup.jsGiven + "\n// " + b.String() + "\n" + code + "\nprocess.exit(0);\n"
+		strings.Join(ordered, "\n") + "\n" + s.setup.jsGiven + "\n// " + b.String() + "\n" + code + "\n" + end
 	path := filepath.Join(s.scratch, fmt.Sprintf("docs-block-%d.mjs", b.line))
 	if err := os.WriteFile(path, []byte(program), 0o644); err != nil {
 		s.t.Fatal(err)
 	}
-	out, err := s.run(2*time.Minute, "node", append(nodeFlags(), path)...)
+	out, err := s.run(nodeLimit, "node", append(nodeFlags(), path)...)
 	if err != nil {
-		s.t.Fatalf("%s:%d: node: %v; output:\n%s\nthe program:\n%s", b.file, b.line, err, out, program)
+		s.t.Fatalf("%s:%d: node: %v (a block must close the sessions it opens, so that node exits by itself); output:\n%s\nthe program:\n%s", b.file, b.line, err, out, program)
 	}
 	s.t.Logf("%s: ran with node; output:\n%s", b, out)
 }
+
+// nodeLimit bounds a client block's run: node must exit by itself (its sessions closed) before.
+const nodeLimit = 2 * time.Minute
 
 // nodeFlags are the flags node needs to give the capnweb client a global WebSocket: Node 20
 // has one only with --experimental-websocket (docs/api.md says so).
@@ -460,26 +469,35 @@ var nodeFlags = sync.OnceValue(func() []string {
 })
 
 // write writes a file block where the reader writes it, relative to the session's working
-// folder: the whole file, or, with `from "TEXT"`, the file from TEXT on.
+// folder: the whole file, or, with `from "TEXT"`, the file from the line holding TEXT on (the
+// edits the prose before the block describes; see proseEdit).
 func (s *session) write(b block, p plan) {
 	s.t.Helper()
-	path := filepath.Join(s.cwd(), p.arg)
-	src := substitute(b.src, placeholders(s))
-	if p.from != "" {
-		old, err := os.ReadFile(path)
-		if err != nil {
-			s.t.Fatalf("%s:%d: the reader edits %s: %v", b.file, b.line, p.arg, err)
-		}
-		head, _, ok := strings.Cut(string(old), p.from)
-		if !ok {
-			s.t.Fatalf("%s:%d: %s has no %q to replace from:\n%s", b.file, b.line, p.arg, p.from, old)
-		}
-		src = head + src
-	}
-	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+	if err := p.edit(s.cwd(), substitute(b.src, placeholders(s))); err != nil {
 		s.t.Fatalf("%s:%d: %v", b.file, b.line, err)
 	}
 	s.t.Logf("%s: written to %s", b, p.arg)
+}
+
+// edit makes the edit of a writeFile plan in dir with the block's text src: writes the file
+// p.arg, or replaces it from the start of the line holding p.from on.
+func (p plan) edit(dir, src string) error {
+	path := filepath.Join(dir, p.arg)
+	if p.from != "" {
+		old, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("the reader edits %s: %w", p.arg, err)
+		}
+		i := strings.Index(string(old), p.from)
+		if i < 0 {
+			return fmt.Errorf("%s has no line %q to replace from:\n%s", p.arg, p.from, old)
+		}
+		src = string(old[:strings.LastIndex(string(old[:i]), "\n")+1]) + src // from the start of that line
+	}
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", p.arg, err)
+	}
+	return nil
 }
 
 // match requires each line of an output block to be a line the session's commands printed;

@@ -3,12 +3,17 @@ package docs_test
 import (
 	"bytes"
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 
 	"atelier/sdk/templates"
+	"atelier/sdk/wit"
 	capnwebtests "atelier/tests/capnweb"
 )
 
@@ -52,5 +57,72 @@ func TestGatekeeperTutorialManifest(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("the tutorial's manifest differs from the template's:\n%s", real)
+	}
+}
+
+// TestGadgetTutorialAsWritten applies the edits of docs/tutorial-gadget.md to the project
+// `atelier new gadget tally` makes, in Go and in JavaScript, as its prose says them (each file
+// block's mark must make the edit the paragraph before it describes: plans and proseEdit):
+// the world then loads with exactly the tally's exports, each once, and main.go parses with
+// the tally's methods. TestDocsRun follows the same steps with `atelier build` and calls the
+// result.
+func TestGadgetTutorialAsWritten(t *testing.T) {
+	root, err := capnwebtests.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const file = "docs/tutorial-gadget.md"
+	for _, lang := range []string{"go", "js"} {
+		t.Run(lang, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "tally")
+			if _, err := templates.Create(dir, templates.Project{Kind: "gadget", Lang: lang, Name: "tally"}); err != nil {
+				t.Fatal(err)
+			}
+			edits := 0
+			for _, b := range blocks(t, root, file) {
+				for _, p := range plans(b) {
+					if p.err != nil {
+						t.Fatalf("%s: %v", b, p.err)
+					}
+					if p.kind != writeFile || (p.variant != "" && p.variant != lang) {
+						continue
+					}
+					if err := p.edit(dir, b.src); err != nil {
+						t.Fatalf("%s: %v", b, err)
+					}
+					edits++
+				}
+			}
+			if edits < 2 {
+				t.Fatalf("%d edits of the project in %s, want the world's and the code's", edits, file)
+			}
+			world, err := wit.LoadWorld("tally", filepath.Join(dir, "wit"))
+			if err != nil {
+				t.Fatalf("the world after the tutorial's edits: %v", err)
+			}
+			var exports []string
+			for _, it := range world.Exports {
+				exports = append(exports, it.Name)
+			}
+			if !slices.Equal(exports, []string{"add", "get"}) {
+				t.Errorf("the world exports %v after the tutorial's edits, want [add get]", exports)
+			}
+			if lang != "go" {
+				return
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(dir, "main.go"), nil, 0)
+			if err != nil {
+				t.Fatalf("main.go after the tutorial's edits: %v", err)
+			}
+			var methods []string
+			for _, d := range f.Decls {
+				if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv != nil {
+					methods = append(methods, fn.Name.Name)
+				}
+			}
+			if !slices.Equal(methods, []string{"Add", "Get"}) {
+				t.Errorf("main.go's counter has the methods %v after the tutorial's edits, want [Add Get]", methods)
+			}
+		})
 	}
 }

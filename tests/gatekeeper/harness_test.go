@@ -1,15 +1,12 @@
 package gatekeeper_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +17,7 @@ import (
 	"atelier/host/gatekeeper"
 	"atelier/host/runtime"
 	"atelier/sdk/guesttest"
+	"atelier/tests/notessvc"
 )
 
 // Users, their tokens and notebooks on the test service.
@@ -40,11 +38,8 @@ func TestMain(m *testing.M) {
 }
 
 var (
-	serverBin string
-	buildOnce sync.Once
-	buildErr  error
-	stops     []func()
-	stopsMu   sync.Mutex
+	stops   []func()
+	stopsMu sync.Mutex
 )
 
 // service is one running jsonapi process.
@@ -97,42 +92,14 @@ func startService(t testing.TB) *service {
 	if testing.Short() {
 		t.Skip("skipped under -short: builds guests and starts a service")
 	}
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "atelier-jsonapi-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		serverBin = filepath.Join(dir, "jsonapi")
-		out, err := exec.Command("go", "build", "-o", serverBin, "./jsonapi").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build jsonapi: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	cmd := exec.Command(serverBin, "-token", "alice="+aliceToken, "-token", "bob="+bobToken, "-notebook", "work=alice", "-notebook", "home=bob",
+	origin, lines, stop, err := notessvc.Launch("-token", "alice="+aliceToken, "-token", "bob="+bobToken, "-notebook", "work=alice", "-notebook", "home=bob",
 		"-token", "carol="+carolToken, "-notebook", "lab=carol")
-	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	stopsMu.Lock()
-	stops = append(stops, func() { cmd.Process.Kill(); cmd.Wait() })
+	stops = append(stops, stop)
 	stopsMu.Unlock()
-	lines := bufio.NewScanner(stdout)
-	if !lines.Scan() {
-		t.Fatalf("jsonapi did not start: %v", lines.Err())
-	}
-	origin, ok := strings.CutPrefix(lines.Text(), "listening ")
-	if !ok {
-		t.Fatalf("jsonapi said %q", lines.Text())
-	}
 	s := &service{Origin: origin, Addr: strings.TrimPrefix(origin, "http://"), marks: map[string]bool{}}
 	s.read = sync.NewCond(&s.mu)
 	go func() {
@@ -179,11 +146,19 @@ func (s *service) direct(t testing.TB, method, path, token string) (int, string)
 // the addresses given.
 func newRuntime(t testing.TB, opts outboundhttp.Options) *runtime.Runtime {
 	t.Helper()
+	return newRuntimeIn(t, opts, t.TempDir())
+}
+
+// newRuntimeIn is newRuntime with its compile cache in cacheDir, which a server restarted on
+// the same data file keeps (as `atelier serve` does), so a restart does not compile its
+// gatekeepers again within a call's deadline.
+func newRuntimeIn(t testing.TB, opts outboundhttp.Options, cacheDir string) *runtime.Runtime {
+	t.Helper()
 	gk, err := gatekeeper.Interfaces(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := runtime.New(runtime.Config{CacheDir: t.TempDir(), Interfaces: gk})
+	rt, err := runtime.New(runtime.Config{CacheDir: cacheDir, Interfaces: gk})
 	if err != nil {
 		t.Fatal(err)
 	}

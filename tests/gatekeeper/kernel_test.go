@@ -1,6 +1,7 @@
 package gatekeeper_test
 
 import (
+	"atelier/host/gatekeeper/mcpgk"
 	"context"
 	"errors"
 	"fmt"
@@ -28,11 +29,19 @@ type server struct {
 	db      *store.Bolt
 	k       *kernel.Kernel
 	url     string
+	origin  string // http://127.0.0.1:PORT
 	keyFile string
 	stop    func()
 }
 
 func startServer(t *testing.T, svc *service, dataFile string) *server {
+	t.Helper()
+	return startServerWith(t, []string{svc.Addr}, dataFile, nil)
+}
+
+// startServerWith is startServer with the gatekeepers allowed to reach the addresses allow,
+// and with tweak (when set) applied to the kernel's configuration.
+func startServerWith(t *testing.T, allow []string, dataFile string, tweak func(*kernel.Config)) *server {
 	t.Helper()
 	db, err := store.Open(dataFile)
 	if err != nil {
@@ -43,11 +52,16 @@ func startServer(t *testing.T, svc *service, dataFile string) *server {
 		t.Fatal(err)
 	}
 	s := &server{db: db, keyFile: dataFile + ".key"}
-	s.k = kernel.New(kernel.Config{
+	cfg := kernel.Config{
 		Runtime: rt, Store: db, Limits: runtime.Limits{Timeout: 10 * time.Second}, Password: auth.TestParams,
-		GatekeeperRuntime: newRuntime(t, outboundhttp.Options{AllowAddrs: []string{svc.Addr}}), KeyFile: s.keyFile,
-	})
+		GatekeeperRuntime: newRuntimeIn(t, outboundhttp.Options{AllowAddrs: allow}, filepath.Join(filepath.Dir(dataFile), "gkcache")), KeyFile: s.keyFile,
+	}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	s.k = kernel.New(cfg)
 	h := httptest.NewServer(gateway.New(gateway.Config{Kernel: s.k}))
+	s.origin = h.URL
 	s.url = "ws" + strings.TrimPrefix(h.URL, "http") + "/api"
 	stopped := false
 	s.stop = func() {
@@ -154,7 +168,7 @@ func TestKernelInstallsGatekeepersAndConnectsAccounts(t *testing.T) {
 		t.Fatalf("installGatekeeper = %v", info)
 	}
 	refused(t, admin.Call(ctx, "installGatekeeper", archive), "CONFLICT", "installed already")
-	if list := await(t, bob.Call(ctx, "listGatekeepers")).([]any); len(list) != 1 || list[0].(map[string]any)["id"] != id {
+	if list := await(t, bob.Call(ctx, "listGatekeepers")).([]any); len(list) != 2 || list[0].(map[string]any)["id"] != id || list[1].(map[string]any)["id"] != mcpgk.ID {
 		t.Fatalf("listGatekeepers = %v", list)
 	}
 
@@ -224,7 +238,7 @@ func TestKernelInstallsGatekeepersAndConnectsAccounts(t *testing.T) {
 	if list := await(t, alice.Call(ctx, "listAccounts")).([]any); len(list) != 0 {
 		t.Fatalf("accounts of a removed gatekeeper: %v", list)
 	}
-	if list := await(t, alice.Call(ctx, "listGatekeepers")).([]any); len(list) != 0 {
+	if list := await(t, alice.Call(ctx, "listGatekeepers")).([]any); len(list) != 1 || list[0].(map[string]any)["format"] != "builtin" {
 		t.Fatalf("listGatekeepers after remove = %v", list)
 	}
 }
@@ -283,16 +297,31 @@ func TestKernelGadgetUsesBoundGatekeeper(t *testing.T) {
 		t.Fatal("the action is not in the audit log")
 	}
 	actions := await(t, ws.Call(ctx, "listActions")).([]any)
-	if len(actions) != 2 || actions[1].(map[string]any)["state"] != "pending" || actions[1].(map[string]any)["caller"] != "gadget:reader" {
+	if len(actions) != 2 || actions[1].(map[string]any)["state"] != "pending" || actions[1].(map[string]any)["caller"] != "gadget:reader" ||
+		actions[1].(map[string]any)["gatekeeper"] != "notes" {
 		t.Fatalf("listActions = %v", actions)
 	}
 	// A collaborator does not decide the actions of another user's account.
 	await(t, ws.Call(ctx, "addCollaborator", "bob", "build"))
 	wsID := await(t, ws.Call(ctx, "info")).(map[string]any)["id"]
 	refused(t, bob.Call(ctx, "openWorkspace", wsID, "").Call(ctx, "approveAction", first["action"]), "NOT_FOUND", "no action")
-	await(t, ws.Call(ctx, "rejectAction", first["action"]))
+	refused(t, ws.Call(ctx, "rejectAction", first["action"], strings.Repeat("x", 1025)), "INVALID_ARGUMENT", "at most 1024")
+	await(t, ws.Call(ctx, "rejectAction", first["action"], "not this one"))
 	if strings.Contains(notes(), "groceries") {
 		t.Fatalf("a rejected action reached the service: %s", notes())
+	}
+	// The reason is the entry's result and part of the decision's audit line.
+	rejected := await(t, ws.Call(ctx, "listActions", map[string]any{"before": first["action"].(float64) + 1, "limit": 1})).([]any)[0].(map[string]any)
+	if rejected["state"] != "rejected" || rejected["result"] != "not this one" {
+		t.Fatalf("the rejected action = %v, want its reason as the result", rejected)
+	}
+	reasoned := false
+	for _, e := range await(t, ws.Call(ctx, "auditLog", 100)).([]any) {
+		e := e.(map[string]any)
+		reasoned = reasoned || e["action"] == "gatekeeper.rejectAction" && strings.HasSuffix(e["detail"].(string), ": not this one")
+	}
+	if !reasoned {
+		t.Fatal("the rejection's audit line does not give the reason")
 	}
 	second := await(t, call(reader, "add", "books", "a novel")).(map[string]any)
 	await(t, ws.Call(ctx, "approveAction", second["action"]))
@@ -305,13 +334,25 @@ func TestKernelGadgetUsesBoundGatekeeper(t *testing.T) {
 	events := make(chan map[string]any, 100)
 	await(t, ws.Call(ctx, "subscribeActions", func(v map[string]any) { events <- v }))
 	refused(t, ws.Call(ctx, "setAutoApprove", id, "remove-note", true), "INVALID_ARGUMENT", "does not allow")
+	if rules := await(t, ws.Call(ctx, "listAutoApprove")).([]any); len(rules) != 0 {
+		t.Fatalf("listAutoApprove before any rule = %v", rules)
+	}
 	await(t, ws.Call(ctx, "setAutoApprove", id, "add-note", true))
+	if rules := fmt.Sprint(await(t, ws.Call(ctx, "listAutoApprove"))); rules != "[map[gatekeeper:"+id+" kind:add-note name:notes]]" {
+		t.Fatalf("listAutoApprove after enabling add-note = %s", rules)
+	}
+	if others := await(t, bob.Call(ctx, "openWorkspace", wsID, "").Call(ctx, "listAutoApprove")).([]any); len(others) != 0 {
+		t.Fatalf("a collaborator lists the owner's rules: %v", others)
+	}
 	auto := await(t, call(reader, "add", "auto", "by rule")).(map[string]any)
 	if !strings.Contains(notes(), "by rule") {
 		t.Fatalf("the auto-approved note is missing: %s", notes())
 	}
 	waitAction(t, events, auto["action"], "applied", true)
 	await(t, ws.Call(ctx, "setAutoApprove", id, "add-note", false))
+	if rules := await(t, ws.Call(ctx, "listAutoApprove")).([]any); len(rules) != 0 {
+		t.Fatalf("listAutoApprove after withdrawing the rule = %v", rules)
+	}
 	manual := await(t, call(reader, "add", "manual", "waits")).(map[string]any)
 	waitAction(t, events, manual["action"], "pending", false)
 

@@ -30,6 +30,7 @@ import (
 	capnwebtests "atelier/tests/capnweb"
 	"atelier/tests/loadgen"
 	"atelier/tests/serveproc"
+	"atelier/tests/smaps"
 )
 
 // inProcess is a kernel over a real bbolt file served by the real gateway on a loopback
@@ -84,8 +85,9 @@ func startInProcess(tb testing.TB, dir string) *inProcess {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	// Benchmarks measure how many calls a workspace can make: no calls_per_second quota.
-	k := kernel.New(kernel.Config{Runtime: rt, Store: db, Password: auth.TestParams, Quotas: quota.Limits{CallsPerSecond: quota.Unlimited}})
+	// Benchmarks measure how many calls a workspace can make: no calls_per_second quota, and
+	// room for one live instance per client (BenchmarkPath runs 100, one gadget each).
+	k := kernel.New(kernel.Config{Runtime: rt, Store: db, Password: auth.TestParams, Quotas: benchQuotas})
 	p := &inProcess{rt: rt, db: db, k: k}
 	p.ended = sync.NewCond(&p.mu)
 	p.srv = httptest.NewServer(p.serve(gateway.New(gateway.Config{Kernel: k})))
@@ -99,6 +101,12 @@ func startInProcess(tb testing.TB, dir string) *inProcess {
 	})
 	return p
 }
+
+// benchQuotas are the quotas of the benchmarks' kernels: no calls_per_second limit (they
+// measure how many calls a workspace can make) and no live_instances or workspace_memory limit
+// (BenchmarkPath keeps one live instance per client, 100 of them, in one workspace: more than the
+// default 32 instances and 2 GiB of guest memory).
+var benchQuotas = quota.Limits{CallsPerSecond: quota.Unlimited, LiveInstances: quota.Unlimited, WorkspaceMemory: quota.Unlimited}
 
 // counterFleet creates n counter gadgets named counter-0... in acc's workspace: the first from
 // code, the others from a blueprint of it (so the code travels once).
@@ -158,8 +166,9 @@ func BenchmarkPath(b *testing.B) {
 		b.Run(fmt.Sprintf("%dclients", clients), func(b *testing.B) {
 			p := startInProcess(b, b.TempDir())
 			inproc := connectFleet(b, p.url, code, clients)
-			// It measures how many calls a workspace can make: no calls_per_second quota.
-			srv := serveproc.Launch(b, atelierBinary(b), filepath.Join(b.TempDir(), "atelier.db"), filepath.Join(tmpDir, "cache"), "--quota", "calls_per_second=unlimited").Wait(b)
+			// It measures how many calls a workspace can make: the quotas of startInProcess.
+			srv := serveproc.Launch(b, atelierBinary(b), filepath.Join(b.TempDir(), "atelier.db"), filepath.Join(tmpDir, "cache"),
+				"--quota", "calls_per_second=unlimited", "--quota", "live_instances=unlimited", "--quota", "workspace_memory=unlimited").Wait(b)
 			full := connectFleet(b, srv.URL, code, clients)
 			b.Run("inproc", func(b *testing.B) {
 				defer reportGrouping(b, p.db)()
@@ -293,8 +302,15 @@ func BenchmarkKV(b *testing.B) {
 // gadget), per idle gadget (created in a running workspace, never called: no instance) and per
 // live instance (a gadget called once, so its instance stays until evicted) of the Go and of
 // the JavaScript counter. One op builds a fresh kernel and creates the batch; heap-B/<item> is
-// the Go heap growth after GC and rss-B/<item> the process's resident memory growth (which
-// includes Wasmtime's allocations), both divided by the batch size. ns/op is the time of one whole measurement (a fresh kernel,
+// the Go heap growth after GC, rss-B/<item> the process's resident memory growth (which
+// includes Wasmtime's allocations, and pages of files such as compiled code that the batch
+// made resident, and a page of a shared image once per instance that maps it),
+// dirty-KiB/<item> its private dirty memory growth (package smaps: the RAM that is the items'
+// own) and pss-KiB/<item> its proportional set size growth (shared pages counted once), all
+// divided by the batch size. The live instances are fewer
+// than the live_instances quota (so none is evicted, and its memory recycled, while they are
+// measured), and one instance of the gadget is called before (so the component's code, loaded
+// once for all its instances, is not counted per instance). ns/op is the time of one whole measurement (a fresh kernel,
 // the batch, and waiting for the heap to settle), so that b.N stays at 1 or 2.
 func BenchmarkFootprint(b *testing.B) {
 	b.Run("idle_workspace", func(b *testing.B) {
@@ -329,14 +345,17 @@ func BenchmarkFootprint(b *testing.B) {
 	})
 	for _, g := range []struct{ name, dir string }{{"go", counterGo}, {"js", counterJS}} {
 		b.Run("live_instance/"+g.name, func(b *testing.B) {
-			const n = 50
+			const n = 30 // with counter-0's, below the default live_instances quota of 32
 			code := guesttest.Bytes(b, g.dir)
 			for range b.N {
 				p := startInProcess(b, b.TempDir())
 				acc := newAccount(b, p.url, "bench")
-				withSession(b, p.url, func(s *session) { counterFleet(b, s, acc, code, n) })
+				withSession(b, p.url, func(s *session) {
+					counterFleet(b, s, acc, code, n+1)
+					must(b, "get", acc.connect(s, counterName(0)).Call(bg, "get"))
+				})
 				measureFootprint(b, p, "instance", n, func(s *session) {
-					for i := range n {
+					for i := 1; i <= n; i++ {
 						must(b, "get", acc.connect(s, counterName(i)).Call(bg, "get"))
 					}
 				})
@@ -351,36 +370,48 @@ func BenchmarkFootprint(b *testing.B) {
 // not counted.
 func measureFootprint(b *testing.B, p *inProcess, item string, n int, create func(*session)) {
 	p.quiet()
-	heap0, rss0 := settledMemory(b)
+	m0 := settledMemory(b)
 	withSession(b, p.url, create)
 	p.quiet()
-	heap1, rss1 := settledMemory(b)
-	b.ReportMetric((heap1-heap0)/float64(n), "heap-B/"+item)
-	b.ReportMetric((rss1-rss0)/float64(n), "rss-B/"+item)
+	m1 := settledMemory(b)
+	b.ReportMetric((m1.heap-m0.heap)/float64(n), "heap-B/"+item)
+	b.ReportMetric((m1.rss-m0.rss)/float64(n), "rss-B/"+item)
+	b.ReportMetric(float64(m1.dirty.Sub(m0.dirty).Total())/float64(n), "dirty-KiB/"+item)
+	b.ReportMetric(float64(m1.dirty.Pss-m0.dirty.Pss)/float64(n), "pss-KiB/"+item)
 }
 
 // settledMemory returns memoryNow once the heap has stopped shrinking: after a createGadget,
 // for example, the 8 MB compiled-artifact buffer read to check its code stays reachable for
 // about a second (probably through an idle capnweb worker's last handler).
-func settledMemory(b *testing.B) (heap, rss float64) {
-	heap, rss = memoryNow(b)
+func settledMemory(b *testing.B) memory {
+	m := memoryNow(b)
 	for range 5 {
 		time.Sleep(1200 * time.Millisecond)
-		h, r := memoryNow(b)
-		if heap-h < 64<<10 {
-			return h, r
+		next := memoryNow(b)
+		if m.heap-next.heap < 64<<10 {
+			return next
 		}
-		heap, rss = h, r
+		m = next
 	}
-	return heap, rss
+	return m
 }
 
-// memoryNow returns the live Go heap and the resident set size, in bytes, after a full GC that
-// returns freed memory to the OS.
-func memoryNow(b *testing.B) (heap, rss float64) {
+// memory is what memoryNow reads: the live Go heap and the resident set size in bytes, and
+// the private dirty memory.
+type memory struct {
+	heap, rss float64
+	dirty     smaps.Dirty
+}
+
+// memoryNow reads the process's memory after a full GC that returns freed memory to the OS.
+func memoryNow(b *testing.B) memory {
 	debug.FreeOSMemory()
 	var ms goruntime.MemStats
 	goruntime.ReadMemStats(&ms)
+	dirty, err := smaps.Self()
+	if err != nil {
+		b.Fatal(err)
+	}
 	f, err := os.Open("/proc/self/status")
 	if err != nil {
 		b.Fatalf("read RSS: %v", err)
@@ -393,11 +424,11 @@ func memoryNow(b *testing.B) (heap, rss float64) {
 			if err != nil {
 				b.Fatalf("parse VmRSS %q: %v", v, err)
 			}
-			return float64(ms.HeapAlloc), kib * 1024
+			return memory{heap: float64(ms.HeapAlloc), rss: kib * 1024, dirty: dirty}
 		}
 	}
 	b.Fatal("no VmRSS in /proc/self/status")
-	return 0, 0
+	return memory{}
 }
 
 // BenchmarkStartup starts the atelier binary on a data file holding a user and a counter

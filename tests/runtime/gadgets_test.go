@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"atelier/capnweb/ordered"
 	"atelier/host/capability/events"
 	"atelier/host/capability/kv"
 	"atelier/host/capability/log"
@@ -123,8 +124,9 @@ func TestGadgetWithoutKVGrantIsRefused(t *testing.T) {
 	}
 }
 
-func todo(id uint32, title string, done bool) map[string]any {
-	return map[string]any{"id": id, "title": title, "done": done}
+// todo is a `todo` record as the host lifts it: an ordered.Object in declaration order.
+func todo(id uint32, title string, done bool) ordered.Object {
+	return ordered.Object{{Key: "id", Value: id}, {Key: "title", Value: title}, {Key: "done", Value: done}}
 }
 
 // TestTodo runs a to-do list, then a fresh instance of the other language's to-do list on the
@@ -188,11 +190,12 @@ func TestTodo(t *testing.T) {
 	}
 }
 
-// benchSample is the value of the gadgets' `sample` record used by tests and benchmarks.
-func benchSample() map[string]any {
-	return map[string]any{
-		"id": uint32(7), "name": "sample ✓", "tags": []any{"a", "", "ünïcode", strings.Repeat("t", 100)},
-		"score": 3.25, "done": true,
+// benchSample is the value of the gadgets' `sample` record used by tests and benchmarks, in
+// the form the host lifts it (an ordered.Object in declaration order).
+func benchSample() ordered.Object {
+	return ordered.Object{
+		{Key: "id", Value: uint32(7)}, {Key: "name", Value: "sample ✓"}, {Key: "tags", Value: []any{"a", "", "ünïcode", strings.Repeat("t", 100)}},
+		{Key: "score", Value: 3.25}, {Key: "done", Value: true},
 	}
 }
 
@@ -211,7 +214,8 @@ func TestBenchExports(t *testing.T) {
 					t.Fatalf("echo(%d bytes) returned %d bytes", len(s), len(got.(string)))
 				}
 			}
-			for _, r := range []map[string]any{benchSample(), {"id": uint32(0), "name": "", "tags": []any{}, "score": -0.0, "done": false}} {
+			zero := ordered.Object{{Key: "id", Value: uint32(0)}, {Key: "name", Value: ""}, {Key: "tags", Value: []any{}}, {Key: "score", Value: -0.0}, {Key: "done", Value: false}}
+			for _, r := range []ordered.Object{benchSample(), zero} {
 				if got := call(t, inst, "roundtrip", r); !reflect.DeepEqual(got, r) {
 					t.Fatalf("roundtrip(%#v) = %#v", r, got)
 				}

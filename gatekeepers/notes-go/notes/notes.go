@@ -1,7 +1,8 @@
 // Package notes is the format-independent logic of the example notes gatekeeper: it connects
 // agents and gadgets to one notebook of a JSON notes API (tests/gatekeeper/jsonapi serves
 // one). Reads are recorded as observations; adding and removing notes are actions applied only
-// after approval. It never sees the user's API token: the host adds it to each request.
+// after approval. It never sees the user's API token: the host adds it to each request. It
+// also serves hooks (hooks.go): a webhook for each note added, and a polled digest.
 //
 // gatekeepers/notes-go (a component) and gatekeepers/notes-extism (an Extism plugin) both
 // register New's connector; each fills a Host with its SDK's functions. It lives inside
@@ -228,18 +229,16 @@ func (n *Notes) call(method, url string, body any, out any) error {
 func noteURL(api string, id int64) string { return api + "/notes/" + strconv.FormatInt(id, 10) }
 
 func (n *Notes) list(s *session) ([]note, error) {
-	var res struct {
-		Notes []note `json:"notes"`
-	}
-	if err := n.call("GET", s.api+"/notes", nil, &res); err != nil {
+	notes, err := n.fetchNotes(s)
+	if err != nil {
 		return nil, err
 	}
-	if res.Notes == nil {
-		res.Notes = []note{}
+	if notes == nil {
+		notes = []note{}
 	}
-	err := n.host.AuthorizeObservation(connector.Observation{Title: "Read notebook " + s.notebook,
-		Description: fmt.Sprintf("Listed %d notes of notebook `%s`.", len(res.Notes), s.notebook)})
-	return res.Notes, err
+	err = n.host.AuthorizeObservation(connector.Observation{Title: "Read notebook " + s.notebook,
+		Description: fmt.Sprintf("Listed %d notes of notebook `%s`.", len(notes), s.notebook)})
+	return notes, err
 }
 
 func (n *Notes) get(s *session, id int64) (*note, error) {

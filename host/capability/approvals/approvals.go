@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"unicode/utf8"
 
+	"atelier/capnweb/ordered"
 	"atelier/host/runtime"
 )
 
@@ -135,8 +136,8 @@ func (a Action) Check() error {
 }
 
 func authorize(ctx context.Context, call *runtime.HostCall, args []any) (any, error) {
-	r := args[0].(map[string]any)
-	o := Observation{Title: r["title"].(string), Description: r["description"].(string)}
+	r := args[0].(ordered.Object) // a record, as wit.Lift makes it
+	o := Observation{Title: r.Value("title").(string), Description: r.Value("description").(string)}
 	if err := o.Check(); err != nil {
 		return nil, runtime.Fail(err.Error())
 	}
@@ -147,15 +148,15 @@ func authorize(ctx context.Context, call *runtime.HostCall, args []any) (any, er
 }
 
 func submit(ctx context.Context, call *runtime.HostCall, args []any) (any, error) {
-	r := args[0].(map[string]any)
-	k := r["kind"].(map[string]any)
+	r := args[0].(ordered.Object) // records, as wit.Lift makes them
+	k := r.Value("kind").(ordered.Object)
 	a := Action{
-		Title:            r["title"].(string),
-		Description:      r["description"].(string),
-		Kind:             ActionKind{Tag: k["tag"].(string), Label: k["label"].(string)},
-		AutoApprovable:   r["auto-approvable"].(bool),
-		ImplementsRevert: r["implements-revert"].(bool),
-		Payload:          r["payload"].(string),
+		Title:            r.Value("title").(string),
+		Description:      r.Value("description").(string),
+		Kind:             ActionKind{Tag: k.Value("tag").(string), Label: k.Value("label").(string)},
+		AutoApprovable:   r.Value("auto-approvable").(bool),
+		ImplementsRevert: r.Value("implements-revert").(bool),
+		Payload:          r.Value("payload").(string),
 	}
 	if err := a.Check(); err != nil {
 		return nil, runtime.Fail(err.Error())

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"unicode/utf8"
 
+	"atelier/capnweb/ordered"
 	"atelier/host/runtime"
 )
 
@@ -186,8 +187,8 @@ func (c *capability) batch(ctx context.Context, call *runtime.HostCall, args []a
 		v := r.(map[string]any)
 		switch v["tag"] {
 		case "set":
-			e := v["val"].(map[string]any)
-			ops[i] = Op{Key: e["key"].(string), Value: e["value"].([]byte)}
+			e := v["val"].(ordered.Object) // a record, as wit.Lift makes it
+			ops[i] = Op{Key: e.Value("key").(string), Value: e.Value("value").([]byte)}
 			if err := c.checkValue(ops[i].Value); err != nil {
 				return nil, err
 			}

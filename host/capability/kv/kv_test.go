@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
 
+	"atelier/capnweb/ordered"
 	"atelier/host/capability/internal/testguest"
 	"atelier/host/capability/kv"
 	"atelier/host/runtime"
@@ -55,8 +57,8 @@ func TestGuest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []any{map[string]any{"key": "a/2", "value": []byte("two")}}
-	if l := got.([]any); len(l) != 1 || l[0].(map[string]any)["key"] != "a/2" || !bytes.Equal(l[0].(map[string]any)["value"].([]byte), []byte("two")) {
+	want := []any{ordered.Object{{Key: "key", Value: "a/2"}, {Key: "value", Value: []byte("two")}}}
+	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("list: %#v, want %#v", got, want)
 	}
 	if got, err := call("list", "", 1); err != nil || len(got.([]any)) != 1 {

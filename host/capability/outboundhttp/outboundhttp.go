@@ -25,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	"atelier/capnweb/ordered"
 	"atelier/host/capability/outboundhttp/internal/scrub"
 	"atelier/host/runtime"
 )
@@ -91,6 +92,14 @@ type Policy struct {
 	// that the body can be searched, such requests ask for no content coding
 	// (Accept-Encoding: identity, whatever the guest set) and an encoded response is refused.
 	Secrets []string
+	// Token, when set, supplies an OAuth access token that the host adds to every request as
+	// TokenHeader (its Value with "{secret}" replaced by the token), like a credential of
+	// Headers: the guest may not set that header, and the token is scrubbed from responses.
+	// When the server answers 401, Token is asked once for a fresh token and a request that
+	// is safe to repeat (see replayable) is sent once more with it.
+	Token TokenSource
+	// TokenHeader is the header name and template of Token.
+	TokenHeader Header
 	// Scrubbed, when set, is told of each response the host removed credentials from, with
 	// the request's method and URL (without query) and the number of replacements; an error
 	// fails the request.
@@ -102,6 +111,14 @@ type Policy struct {
 	scrub atomic.Pointer[scrubMatcher]
 }
 
+// TokenSource supplies an account's current OAuth access token (Policy.Token).
+type TokenSource interface {
+	// Token returns the access token to send, refreshed first when it expires soon. refused,
+	// when not empty, is the token the server just answered 401 to: return a fresh one, or
+	// an error that says what the user must do (reconnect the account).
+	Token(ctx context.Context, refused string) (string, error)
+}
+
 // scrubMatcher is a scrub matcher and the credential values it was built of.
 type scrubMatcher struct {
 	values []string
@@ -109,8 +126,8 @@ type scrubMatcher struct {
 }
 
 // matcher returns the scrub matcher of p's credential values, nil when it has none.
-func (p *Policy) matcher() *scrub.Matcher {
-	values := p.credentialValues()
+func (p *Policy) matcher(extra ...string) *scrub.Matcher {
+	values := append(p.credentialValues(), extra...)
 	if c := p.scrub.Load(); c != nil && slices.Equal(c.values, values) {
 		return c.m
 	}
@@ -315,11 +332,32 @@ func (c *Client) Do(ctx context.Context, p *Policy, r Request) (*Response, error
 	for _, h := range p.Headers {
 		req.Header.Set(h.Name, h.Value)
 	}
-	m := p.matcher()
-	if m != nil { // a compressed body would hide the credentials from the scrubber
-		req.Header.Set("Accept-Encoding", "identity")
+	var token string
+	if p.Token != nil {
+		if token, err = p.Token.Token(ctx, ""); err != nil {
+			return nil, fail(Denied, "%s %s: %v", r.Method, u.Redacted(), err)
+		}
 	}
-	resp, body, err := c.transport.roundTrip(ctx, req, c.opts.MaxResponseBody, m)
+	resp, body, m, err := c.send(ctx, p, req, token)
+	if err == nil && resp.StatusCode == http.StatusUnauthorized && p.Token != nil {
+		fresh, terr := p.Token.Token(ctx, token)
+		if terr != nil {
+			return nil, fail(Denied, "%s %s: the service answered 401 Unauthorized: %v", r.Method, u.Redacted(), terr)
+		}
+		if fresh != token && replayable(req) {
+			req, err = http.NewRequestWithContext(ctx, r.Method, u.String(), bytes.NewReader(r.Body))
+			if err != nil {
+				return nil, fail(Invalid, "%v", err)
+			}
+			for _, h := range r.Headers {
+				req.Header.Add(h.Name, h.Value)
+			}
+			for _, h := range p.Headers {
+				req.Header.Set(h.Name, h.Value)
+			}
+			resp, body, m, err = c.send(ctx, p, req, fresh)
+		}
+	}
 	if err != nil {
 		var de *deniedError
 		switch {
@@ -358,13 +396,31 @@ func (c *Client) Do(ctx context.Context, p *Policy, r Request) (*Response, error
 	return out, nil
 }
 
+// send adds the OAuth token (when not empty) to req, asks for no content coding when there
+// is anything to scrub, and sends it, returning the matcher the body was scrubbed with.
+func (c *Client) send(ctx context.Context, p *Policy, req *http.Request, token string) (*http.Response, body, *scrub.Matcher, error) {
+	var m *scrub.Matcher
+	if token != "" {
+		value := strings.Replace(p.TokenHeader.Value, "{secret}", token, 1)
+		req.Header.Set(p.TokenHeader.Name, value)
+		m = p.matcher(token, value)
+	} else {
+		m = p.matcher()
+	}
+	if m != nil { // a compressed body would hide the credentials from the scrubber
+		req.Header.Set("Accept-Encoding", "identity")
+	}
+	resp, b, err := c.transport.roundTrip(ctx, req, c.opts.MaxResponseBody, m)
+	return resp, b, m, err
+}
+
 // fetch is the WIT function: it converts the request record, calls Do and converts back.
 func (c *Client) fetch(ctx context.Context, call *runtime.HostCall, args []any) (any, error) {
-	r := args[0].(map[string]any)
-	req := Request{Method: r["method"].(string), URL: r["url"].(string), Body: r["body"].([]byte)}
-	for _, h := range r["headers"].([]any) {
-		h := h.(map[string]any)
-		req.Headers = append(req.Headers, Header{Name: h["name"].(string), Value: h["value"].(string)})
+	r := args[0].(ordered.Object) // a record, as wit.Lift makes it
+	req := Request{Method: r.Value("method").(string), URL: r.Value("url").(string), Body: r.Value("body").([]byte)}
+	for _, h := range r.Value("headers").([]any) {
+		h := h.(ordered.Object)
+		req.Headers = append(req.Headers, Header{Name: h.Value("name").(string), Value: h.Value("value").(string)})
 	}
 	resp, err := c.Do(ctx, call.State().(*Policy), req)
 	if err != nil {
@@ -393,6 +449,9 @@ func (p *Policy) checkHeader(name, value string) *Error {
 		if strings.EqualFold(h.Name, name) {
 			return fail(Denied, "header %s carries the credential and is set by the host", name)
 		}
+	}
+	if p.Token != nil && strings.EqualFold(p.TokenHeader.Name, name) {
+		return fail(Denied, "header %s carries the OAuth access token and is set by the host", name)
 	}
 	return nil
 }

@@ -24,6 +24,15 @@
 //	reject_action      {id, payload}
 //	revert_action      {id, payload} -> "message"
 //
+// A package whose manifest lists hooks (world atelier:gatekeeper/gatekeeper-with-hooks) also
+// exports the hook functions (the `hooks` interface; hook is {id, event, params, url,
+// secret: base64}; a payload is any JSON value, null or no output for none):
+//
+//	hook_subscribe     {session, hook}
+//	hook_unsubscribe   {session, hook}
+//	hook_receive       {session, hook, headers: [{name, value}], body: base64} -> payload
+//	hook_poll          {session, hook} -> payload
+//
 // Host functions (extism:host/user, each (i64 block) -> i64 block; the answer is
 // {"ok": value} or {"error": {"kind", "message"}}):
 //
@@ -95,6 +104,10 @@ var Exports = []string{
 	"invoke", "close-session", "apply-action", "reject-action", "revert-action",
 }
 
+// HookExports are the plugin functions of the hooks interface, required when the manifest
+// lists hooks.
+var HookExports = []string{"hook-subscribe", "hook-unsubscribe", "hook-receive", "hook-poll"}
+
 // exportName is the plugin function of a connector function: "open-session" -> "open_session".
 func exportName(fn string) string { return strings.ReplaceAll(fn, "-", "_") }
 
@@ -139,19 +152,22 @@ func (e *Engine) Install(ctx context.Context, p *gatekeeper.Package) (*gatekeepe
 	if f := p.Manifest.PackageFormat(); f != gatekeeper.FormatExtism {
 		return nil, fmt.Errorf("install %s: %w: the package format is %s, not %s", p, gatekeeper.ErrNotPlugin, f, gatekeeper.FormatExtism)
 	}
-	if err := e.check(ctx, p.Wasm); err != nil {
+	hooks, err := e.check(ctx, p.Wasm, &p.Manifest)
+	if err != nil {
 		return nil, fmt.Errorf("install %s: %w", p, err)
 	}
-	return gatekeeper.InstallCode(ctx, p, &code{e: e, wasm: p.Wasm})
+	return gatekeeper.InstallCode(ctx, p, &code{e: e, wasm: p.Wasm, hooks: hooks})
 }
 
-// check compiles wasm (filling the cache for Start) and checks its imports and exports.
-func (e *Engine) check(ctx context.Context, wasm []byte) error {
+// check compiles wasm (filling the cache for Start) and checks its imports and exports (the
+// hook functions too when m names the hooks world or lists hooks). It reports whether the
+// plugin exports the hook functions.
+func (e *Engine) check(ctx context.Context, wasm []byte, m *gatekeeper.Manifest) (hooks bool, err error) {
 	rt := wazero.NewRuntimeWithConfig(ctx, e.runtimeConfig())
 	defer rt.Close(ctx)
 	mod, err := rt.CompileModule(withMemoryListener(ctx), wasm)
 	if err != nil {
-		return fmt.Errorf("%w: %v", gatekeeper.ErrNotPlugin, err)
+		return false, fmt.Errorf("%w: %v", gatekeeper.ErrNotPlugin, err)
 	}
 	var excess []string
 	for _, f := range mod.ImportedFunctions() {
@@ -160,27 +176,35 @@ func (e *Engine) check(ctx context.Context, wasm []byte) error {
 			excess = append(excess, fmt.Sprintf("function %s.%s", module, name))
 		}
 	}
-	for _, m := range mod.ImportedMemories() {
-		module, name, _ := m.Import()
+	for _, mem := range mod.ImportedMemories() {
+		module, name, _ := mem.Import()
 		excess = append(excess, fmt.Sprintf("memory %s.%s", module, name))
 	}
 	if len(excess) > 0 {
-		return fmt.Errorf("%w: the plugin imports %s (allowed: Extism's kernel functions without HTTP, config and vars; extism:host/user %s; the WASI baseline)",
+		return false, fmt.Errorf("%w: the plugin imports %s (allowed: Extism's kernel functions without HTTP, config and vars; extism:host/user %s; the WASI baseline)",
 			gatekeeper.ErrExcessImports, strings.Join(excess, ", "), strings.Join(HostFunctions, ", "))
 	}
 	exports := mod.ExportedFunctions()
-	var missing []string
-	for _, fn := range Exports {
-		def := exports[exportName(fn)]
-		if def == nil || len(def.ParamTypes()) != 0 || !slices.Equal(def.ResultTypes(), []api.ValueType{api.ValueTypeI32}) {
-			missing = append(missing, exportName(fn))
+	missingOf := func(fns []string) []string {
+		var missing []string
+		for _, fn := range fns {
+			def := exports[exportName(fn)]
+			if def == nil || len(def.ParamTypes()) != 0 || !slices.Equal(def.ResultTypes(), []api.ValueType{api.ValueTypeI32}) {
+				missing = append(missing, exportName(fn))
+			}
 		}
+		return missing
 	}
-	if len(missing) > 0 {
-		return fmt.Errorf("%w %s: the plugin does not export (or exports with another type than () -> i32) %s",
+	if missing := missingOf(Exports); len(missing) > 0 {
+		return false, fmt.Errorf("%w %s: the plugin does not export (or exports with another type than () -> i32) %s",
 			gatekeeper.ErrWorldMismatch, gatekeeper.World, strings.Join(missing, ", "))
 	}
-	return nil
+	missing := missingOf(HookExports)
+	if len(missing) > 0 && (m.World == gatekeeper.WorldWithHooks || len(m.Hooks) > 0) {
+		return false, fmt.Errorf("%w %s: the manifest declares hooks but the plugin does not export (or exports with another type than () -> i32) %s",
+			gatekeeper.ErrWorldMismatch, gatekeeper.WorldWithHooks, strings.Join(missing, ", "))
+	}
+	return len(missing) == 0, nil
 }
 
 // runtimeConfig is the wazero configuration of every plugin runtime: the shared compilation

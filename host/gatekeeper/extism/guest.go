@@ -25,6 +25,8 @@ import (
 type code struct {
 	e    *Engine
 	wasm []byte
+	// hooks: the plugin exports HookExports.
+	hooks bool
 
 	mu       sync.Mutex
 	compiled map[uint32]*extism.CompiledPlugin // by memory.max_pages
@@ -83,7 +85,7 @@ func (c *code) Start(ctx context.Context, cfg gatekeeper.GuestConfig) (gatekeepe
 	if err != nil {
 		return nil, err
 	}
-	g := &Guest{cfg: cfg, e: c.e, store: cfg.Store, policy: cfg.Policy}
+	g := &Guest{cfg: cfg, e: c.e, store: cfg.Store, policy: cfg.Policy, hooks: c.hooks}
 	if g.store == nil {
 		g.store = kv.NewMemory(0)
 	}
@@ -113,6 +115,7 @@ type Guest struct {
 	e      *Engine
 	store  kv.Store
 	policy *outboundhttp.Policy
+	hooks  bool // the plugin exports HookExports
 
 	mu      sync.Mutex // guards the plugin and everything below
 	plugin  *extism.Plugin
@@ -162,7 +165,7 @@ func (g *Guest) callRaw(ctx context.Context, fn string, input []byte) ([]byte, e
 	case !g.returned:
 		kind := runtime.ErrTrap
 		var exit *sys.ExitError
-		if g.cutShort || ctx.Err() != nil || errors.As(err, &exit) && (exit.ExitCode() == sys.ExitCodeDeadlineExceeded || exit.ExitCode() == sys.ExitCodeContextCanceled) {
+		if g.cutShort || ended(ctx) || errors.As(err, &exit) && (exit.ExitCode() == sys.ExitCodeDeadlineExceeded || exit.ExitCode() == sys.ExitCodeContextCanceled) {
 			kind = runtime.ErrDeadline
 		}
 		g.retired = fmt.Errorf("%w: %s: %v", kind, fn, err)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"time"
 
 	extism "github.com/extism/go-sdk"
 
@@ -167,7 +168,7 @@ func hostFunc[In any](name string, f func(context.Context, *Guest, In) (any, err
 			a.Error = &hostError{Kind: "invalid", Message: fmt.Sprintf("%s: the request is not the expected JSON: %v", name, err)}
 		} else {
 			a.OK, err = f(ctx, g, in)
-			if ctx.Err() != nil { // the call's deadline passed meanwhile: the call ends here
+			if ended(ctx) { // the call's deadline passed meanwhile: the call ends here
 				g.cutShort = true
 				panic(fmt.Errorf("%s: %w", name, ctx.Err()))
 			}
@@ -189,6 +190,14 @@ func hostFunc[In any](name string, f func(context.Context, *Guest, In) (any, err
 	}, []extism.ValueType{extism.ValueTypePTR}, []extism.ValueType{extism.ValueTypePTR})
 	h.SetNamespace(Namespace)
 	return h
+}
+
+// ended reports whether ctx is done or its deadline has passed. The second test matters: an
+// egress socket given the same deadline can time out a moment before ctx's own timer marks it
+// done, and that call must still end as past its deadline, not as the host function's failure.
+func ended(ctx context.Context) bool {
+	d, ok := ctx.Deadline()
+	return ctx.Err() != nil || ok && !time.Now().Before(d)
 }
 
 // line sends one console line (or several, when text is longer than runtime.MaxConsoleLine).

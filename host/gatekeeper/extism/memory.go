@@ -31,12 +31,13 @@ func (callListener) After(ctx context.Context, _ api.Module, _ api.FunctionDefin
 
 func (callListener) Abort(context.Context, api.Module, api.FunctionDefinition, error) {}
 
-// listenerFactory puts callListener on the plugin functions and _initialize.
+// listenerFactory puts callListener on the plugin functions (HookExports too) and _initialize.
 type listenerFactory struct{}
 
 func (listenerFactory) NewFunctionListener(def api.FunctionDefinition) experimental.FunctionListener {
 	for _, name := range def.ExportNames() {
-		if name == "_initialize" || slices.ContainsFunc(Exports, func(fn string) bool { return exportName(fn) == name }) {
+		isExport := func(fn string) bool { return exportName(fn) == name }
+		if name == "_initialize" || slices.ContainsFunc(Exports, isExport) || slices.ContainsFunc(HookExports, isExport) {
 			return callListener{}
 		}
 	}

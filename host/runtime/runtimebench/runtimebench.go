@@ -16,6 +16,7 @@ import (
 	"atelier/host/runtime"
 	"atelier/host/runtime/internal/capi"
 	"atelier/host/runtime/wit"
+	"atelier/tests/loadgen"
 )
 
 // Suite names a component and the exports the call benchmarks use.
@@ -142,14 +143,18 @@ func pair(b *testing.B, op string, runtimeSide, bareSide func(*testing.B)) {
 	})
 }
 
-// loop runs op b.N times, reporting allocations and failing on the first error.
+// loop runs op b.N times, reporting allocations and the process's CPU time per op
+// (cpu-ns/op: on a machine shared with other work it varies less than wall time), and failing
+// on the first error.
 func loop(b *testing.B, op func() error) {
 	b.ReportAllocs()
+	cpu0 := loadgen.CPUTime(b)
 	for b.Loop() {
 		if err := op(); err != nil {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric(float64(loadgen.CPUTime(b)-cpu0)/float64(b.N), "cpu-ns/op")
 }
 
 func newRuntime(b *testing.B, cfg runtime.Config) *runtime.Runtime {

@@ -16,10 +16,10 @@
 //	scalar             the list's own Go type is taken as it is)  []float32, []float64; []string
 //	                                                             for list<char>
 //	list<T>            []any or any slice/array                  []any
-//	record             map[string]any (or any map with string    map[string]any
-//	                   keys) with the WIT field names; a missing
-//	                   option field is none; unknown keys are
-//	                   an error
+//	record             an ordered.Object or map[string]any (or   ordered.Object, every field in
+//	                   any map with string keys) with the WIT    declaration order (its JSON
+//	                   field names; a missing option field is    shows them in that order;
+//	                   none; unknown keys are an error           Value reads one by name)
 //	tuple<...>         []any (or slice) of exactly that length   []any
 //	variant            {"tag": "case", "val": payload}; a case    {"tag": "case", "val": payload}
 //	                   without payload may also be "case"        ("val" absent without payload)
@@ -47,7 +47,8 @@
 // the order a walk of their types meets them, with no tree and no boxing. Lower appends to a
 // Flat, Lift consumes from one; internal/capi reads and writes the same layout against
 // Wasmtime's C values. A Flat is reused from call to call, so a conversion allocates only
-// what the JSON-ish side needs (the record maps and strings a caller receives).
+// what the JSON-ish side needs (the records and strings a caller receives; lowering reads
+// maps and ordered.Objects in place).
 //
 // At the function boundary, LowerReturn and LiftReturn unwrap a WIT `result`: they take and
 // give the payload of one side and whether it is the error side.

@@ -1,6 +1,10 @@
 package wit
 
-import "math"
+import (
+	"math"
+
+	"atelier/capnweb/ordered"
+)
 
 // Lift consumes one canonical value of type t from f and returns its JSON-ish form (see the
 // package documentation). A Flat that does not match t is reported as a *ValueError wrapping
@@ -86,13 +90,15 @@ func (cv Converter) lift(t *Type, f *Flat) (any, error) {
 	case Tuple:
 		return cv.liftSeq(f, len(t.Elems), func(i int) *Type { return t.Elems[i] })
 	case Record:
-		out := make(map[string]any, len(t.Fields))
-		for _, fd := range t.Fields {
+		// One slice in declaration order: what JSON shows, with no map to build and no
+		// second pass to order it.
+		out := make(ordered.Object, len(t.Fields))
+		for i, fd := range t.Fields {
 			x, err := cv.lift(fd.Type, f)
 			if err != nil {
 				return nil, under(err, fd.Name)
 			}
-			out[fd.Name] = x
+			out[i] = ordered.Field{Key: fd.Name, Value: x}
 		}
 		return out, nil
 	case Variant:

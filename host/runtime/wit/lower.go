@@ -3,6 +3,8 @@ package wit
 import (
 	"reflect"
 	"unicode/utf8"
+
+	"atelier/capnweb/ordered"
 )
 
 // Lower checks the JSON-ish value v against t and appends its canonical form to f (see the
@@ -236,13 +238,13 @@ func (cv Converter) lowerTuple(t *Type, v any, f *Flat) error {
 }
 
 func (cv Converter) lowerRecord(t *Type, v any, f *Flat) error {
-	m, ok := asMap(v)
+	ob, ok := asObject(v)
 	if !ok {
 		return mismatch(t, v)
 	}
 	seen := 0
 	for _, fd := range t.Fields {
-		fv, present := m[fd.Name]
+		fv, present := ob.get(fd.Name)
 		if present {
 			seen++
 		} else if fd.Type.Kind != Option {
@@ -252,11 +254,9 @@ func (cv Converter) lowerRecord(t *Type, v any, f *Flat) error {
 			return under(err, fd.Name)
 		}
 	}
-	if seen != len(m) {
-		for k := range m {
-			if !hasField(t, k) {
-				return errorf("unknown field %q for %s", k, t.String())
-			}
+	if seen != ob.entries() { // an unknown key, or a key repeated in an ordered.Object
+		if k, ok := ob.unknown(func(k string) bool { return hasField(t, k) }); ok {
+			return errorf("unknown field %q for %s", k, t.String())
 		}
 	}
 	return nil
@@ -278,21 +278,18 @@ func (cv Converter) lowerVariant(t *Type, v any, f *Flat) error {
 	if s, ok := v.(string); ok {
 		tag = s
 	} else {
-		m, ok := asMap(v)
+		ob, ok := asObject(v)
 		if !ok {
 			return mismatch(t, v)
 		}
-		tv, ok := m["tag"].(string)
-		if !ok {
+		tv, _ := ob.get("tag")
+		if tag, ok = tv.(string); !ok {
 			return errorf("want an object with a string \"tag\" for %s", t.String())
 		}
-		for k := range m {
-			if k != "tag" && k != "val" {
-				return errorf("unknown key %q in variant value (want \"tag\" and \"val\")", k)
-			}
+		if k, ok := ob.unknown(func(k string) bool { return k == "tag" || k == "val" }); ok {
+			return errorf("unknown key %q in variant value (want \"tag\" and \"val\")", k)
 		}
-		tag = tv
-		val, hasVal = m["val"]
+		val, hasVal = ob.get("val")
 	}
 	for i, c := range t.Cases {
 		if c.Name != tag {
@@ -322,9 +319,9 @@ func (cv Converter) lowerOption(t *Type, v any, f *Flat) error {
 		return nil
 	}
 	if t.Elem.Kind == Option {
-		m, ok := asMap(v)
-		inner, found := m["some"]
-		if !ok || len(m) != 1 || !found {
+		ob, _ := asObject(v)
+		k, inner, ok := ob.single()
+		if !ok || k != "some" {
 			return errorf("want null or {\"some\": value} for %s", t.String())
 		}
 		v = inner
@@ -334,17 +331,15 @@ func (cv Converter) lowerOption(t *Type, v any, f *Flat) error {
 }
 
 func (cv Converter) lowerResult(t *Type, v any, f *Flat) error {
-	m, ok := asMap(v)
-	if !ok || len(m) != 1 {
+	ob, _ := asObject(v)
+	k, x, ok := ob.single()
+	if !ok {
 		return errorf("want {\"ok\": value} or {\"err\": value} for %s, got %s", t.String(), describe(v))
 	}
-	for k, x := range m {
-		if k != "ok" && k != "err" {
-			return errorf("want {\"ok\": value} or {\"err\": value} for %s, got key %q", t.String(), k)
-		}
-		return cv.lowerSide(t, x, k == "err", f)
+	if k != "ok" && k != "err" {
+		return errorf("want {\"ok\": value} or {\"err\": value} for %s, got key %q", t.String(), k)
 	}
-	return nil
+	return cv.lowerSide(t, x, k == "err", f)
 }
 
 func lowerFlags(t *Type, v any, f *Flat) error {
@@ -421,12 +416,89 @@ func asSlice(v any) ([]any, bool) {
 	return out, true
 }
 
-// asMap accepts map[string]any and, through reflection, any other map with string keys.
-func asMap(v any) (map[string]any, bool) {
-	if m, ok := v.(map[string]any); ok {
-		return m, true
+// object is a JSON-ish object as Lower reads it, in place: a map[string]any or an
+// ordered.Object (records as Lift makes them, objects from Cap'n Web). In an ordered.Object
+// a repeated key takes its last value, as it does when the object becomes a map.
+type object struct {
+	m map[string]any
+	o ordered.Object
+}
+
+// asObject accepts map[string]any, ordered.Object and, through reflection (a copy), any other
+// map with string keys.
+func asObject(v any) (object, bool) {
+	switch o := v.(type) {
+	case ordered.Object:
+		return object{o: o}, true
+	case map[string]any:
+		return object{m: o}, true
 	}
-	if v == nil {
+	m, ok := asMap(v)
+	return object{m: m}, ok
+}
+
+// get returns the value of key k.
+func (ob object) get(k string) (any, bool) {
+	if ob.m != nil {
+		x, ok := ob.m[k]
+		return x, ok
+	}
+	for i := len(ob.o) - 1; i >= 0; i-- {
+		if ob.o[i].Key == k {
+			return ob.o[i].Value, true
+		}
+	}
+	return nil, false
+}
+
+// entries is the number of keys, counting a repeated key of an ordered.Object each time.
+func (ob object) entries() int { return len(ob.m) + len(ob.o) }
+
+// unknown returns a key that known refuses, if there is one.
+func (ob object) unknown(known func(string) bool) (string, bool) {
+	for k := range ob.m {
+		if !known(k) {
+			return k, true
+		}
+	}
+	for _, fl := range ob.o {
+		if !known(fl.Key) {
+			return fl.Key, true
+		}
+	}
+	return "", false
+}
+
+// single returns the key and value of an object that has exactly one key.
+func (ob object) single() (string, any, bool) {
+	for k, x := range ob.m {
+		return k, x, len(ob.m) == 1
+	}
+	if len(ob.o) == 0 {
+		return "", nil, false
+	}
+	k := ob.o[0].Key
+	for _, fl := range ob.o[1:] {
+		if fl.Key != k {
+			return "", nil, false
+		}
+	}
+	return k, ob.o[len(ob.o)-1].Value, true
+}
+
+// asMap accepts map[string]any, ordered.Object (objects from Cap'n Web) and, through
+// reflection, any other map with string keys.
+func asMap(v any) (map[string]any, bool) {
+	switch m := v.(type) {
+	case map[string]any:
+		return m, true
+	case ordered.Object:
+		out := make(map[string]any, len(m))
+		for _, f := range m {
+			out[f.Key] = f.Value
+		}
+		return out, true
+	case nil:
 		return nil, false
 	}
 	rv := reflect.ValueOf(v)

@@ -106,13 +106,20 @@ func FuzzLiftBound(f *testing.F) {
 		var fl wit.Flat
 		g.value(typ, &fl)
 		est := estimate(t, typ, &fl)
-		fl.Rewind()
-		var before, after goruntime.MemStats
-		goruntime.ReadMemStats(&before)
-		v, err := wit.Lift(typ, &fl, "v")
-		goruntime.ReadMemStats(&after)
-		if err != nil {
-			t.Fatalf("lift %s: %v", typ, err)
+		// TotalAlloc counts every goroutine's allocations (the fuzzing engine's too): the
+		// lifting's own is the least of a few runs.
+		var v any
+		grew := int64(math.MaxInt64)
+		for range 3 {
+			fl.Rewind()
+			var before, after goruntime.MemStats
+			goruntime.ReadMemStats(&before)
+			lifted, err := wit.Lift(typ, &fl, "v")
+			goruntime.ReadMemStats(&after)
+			if err != nil {
+				t.Fatalf("lift %s: %v", typ, err)
+			}
+			v, grew = lifted, min(grew, int64(after.TotalAlloc-before.TotalAlloc))
 		}
 		var enc bytes.Buffer
 		je := json.NewEncoder(&enc)
@@ -124,8 +131,8 @@ func FuzzLiftBound(f *testing.F) {
 		if est*4 < real || est > 4*real+64+int64(g.frames)*16 {
 			t.Errorf("%s: estimate %d for an encoding of %d: %s", typ, est, real, enc.Bytes())
 		}
-		const maxAllocPerByte = 64 // a record's map costs a few hundred bytes
-		if grew := int64(after.TotalAlloc - before.TotalAlloc); grew > maxAllocPerByte*est+4096 {
+		const maxAllocPerByte = 64 // a small record costs its fields and their boxed values
+		if grew > maxAllocPerByte*est+4096 {
 			t.Errorf("%s: lifting allocated %d bytes for an estimate of %d", typ, grew, est)
 		}
 	})

@@ -3,6 +3,8 @@ package wit
 import (
 	"fmt"
 	"strings"
+
+	"atelier/capnweb/ordered"
 )
 
 // Handle is an opaque reference to a resource held by the instance that produced it. It is only
@@ -67,7 +69,7 @@ func describe(v any) string {
 		return "bytes"
 	case []any:
 		return "array"
-	case map[string]any:
+	case map[string]any, ordered.Object:
 		return "object"
 	case Handle:
 		return "resource handle"

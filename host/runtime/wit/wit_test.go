@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"atelier/capnweb/ordered"
 	"atelier/host/runtime/wit"
 )
 
@@ -83,18 +84,23 @@ func TestRoundTrip(t *testing.T) {
 		{"bytes", &wit.Type{Kind: wit.List, Elem: prim(wit.U8)}, []byte{1, 2}, nil},
 		{"bytes_from_numbers", &wit.Type{Kind: wit.List, Elem: prim(wit.U8)}, []any{1.0, json.Number("255")}, []byte{1, 255}},
 		{"typed_slice", &wit.Type{Kind: wit.List, Elem: tStr}, []string{"a", "b"}, []any{"a", "b"}},
-		{"record", tPoint, map[string]any{"x": -1, "label": "p"}, map[string]any{"x": int32(-1), "label": "p"}},
-		{"record_absent_option", tItem, map[string]any{"title": "t", "count": 1}, map[string]any{"title": "t", "count": uint32(1), "score": nil}},
+		{"record", tPoint, map[string]any{"x": -1, "label": "p"}, ordered.Object{{Key: "x", Value: int32(-1)}, {Key: "label", Value: "p"}}},
+		{"record_ordered", tPoint, ordered.Object{{Key: "label", Value: "p"}, {Key: "x", Value: 2}}, ordered.Object{{Key: "x", Value: int32(2)}, {Key: "label", Value: "p"}}},
+		{"record_repeated_key", tPoint, ordered.Object{{Key: "x", Value: 1}, {Key: "label", Value: "p"}, {Key: "x", Value: 3}}, ordered.Object{{Key: "x", Value: int32(3)}, {Key: "label", Value: "p"}}},
+		{"record_absent_option", tItem, map[string]any{"title": "t", "count": 1}, ordered.Object{{Key: "title", Value: "t"}, {Key: "count", Value: uint32(1)}, {Key: "score", Value: nil}}},
 		{"variant_payload", tShape, map[string]any{"tag": "circle", "val": 2.0}, nil},
 		{"variant_bare_string", tShape, "none", map[string]any{"tag": "none"}},
-		{"variant_nested", tShape, map[string]any{"tag": "rect", "val": map[string]any{"x": 1, "label": ""}}, map[string]any{"tag": "rect", "val": map[string]any{"x": int32(1), "label": ""}}},
+		{"variant_nested", tShape, map[string]any{"tag": "rect", "val": map[string]any{"x": 1, "label": ""}}, map[string]any{"tag": "rect", "val": ordered.Object{{Key: "x", Value: int32(1)}, {Key: "label", Value: ""}}}},
+		{"variant_ordered", tShape, ordered.Object{{Key: "val", Value: 2.0}, {Key: "tag", Value: "circle"}}, map[string]any{"tag": "circle", "val": 2.0}},
 		{"enum", &wit.Type{Kind: wit.Enum, Names: []string{"a", "b"}}, "b", nil},
 		{"option_none", &wit.Type{Kind: wit.Option, Elem: tU32}, nil, nil},
 		{"option_some", &wit.Type{Kind: wit.Option, Elem: tU32}, 7, uint32(7)},
 		{"option_option_none", tOptO, nil, nil},
 		{"option_option_some_none", tOptO, map[string]any{"some": nil}, nil},
 		{"option_option_some_some", tOptO, map[string]any{"some": "x"}, nil},
+		{"option_option_ordered", tOptO, ordered.Object{{Key: "some", Value: "x"}}, map[string]any{"some": "x"}},
 		{"result_ok", tRes, map[string]any{"ok": "fine"}, nil},
+		{"result_ordered", tRes, ordered.Object{{Key: "ok", Value: "a"}, {Key: "ok", Value: "b"}}, map[string]any{"ok": "b"}},
 		{"result_err", tRes, map[string]any{"err": 3}, map[string]any{"err": uint32(3)}},
 		{"result_empty", &wit.Type{Kind: wit.Result}, map[string]any{"err": nil}, nil},
 		{"flags_list", tFlags, []any{"exec", "read"}, []string{"read", "exec"}},
@@ -154,6 +160,10 @@ func TestLowerErrors(t *testing.T) {
 		{"char_invalid", prim(wit.Char), "\xed\xa0\x80", "exactly one Unicode scalar"},
 		{"missing_field", tPoint, map[string]any{"x": 1}, `missing field "label"`},
 		{"unknown_field", tPoint, map[string]any{"x": 1, "label": "", "z": 0}, `unknown field "z"`},
+		{"unknown_field_ordered", tPoint, ordered.Object{{Key: "x", Value: 1}, {Key: "z", Value: 0}, {Key: "label", Value: ""}}, `unknown field "z"`},
+		{"missing_field_ordered", tPoint, ordered.Object{{Key: "label", Value: ""}}, `missing field "x"`},
+		{"variant_unknown_key_ordered", tShape, ordered.Object{{Key: "tag", Value: "none"}, {Key: "x", Value: 1}}, `unknown key "x"`},
+		{"result_two_keys_ordered", tRes, ordered.Object{{Key: "ok", Value: ""}, {Key: "err", Value: 1}}, `want {"ok": value}`},
 		{"variant_unknown_case", tShape, "square", `"square" is not a case`},
 		{"variant_missing_val", tShape, map[string]any{"tag": "circle"}, `needs a "val"`},
 		{"variant_extra_val", tShape, map[string]any{"tag": "none", "val": 1}, "has no payload"},

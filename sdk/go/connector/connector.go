@@ -64,3 +64,34 @@ func Registered() Connector {
 	}
 	return registered
 }
+
+// Hook is one hook a gadget registered (`hooks.hook` of the gatekeeper-with-hooks world).
+type Hook struct {
+	// ID is the hook's id ("hk_…").
+	ID string
+	// Event is one of the manifest's hooks[].event.
+	Event string
+	// Params is the JSON the gadget registered the hook with ("" when none).
+	Params string
+	// URL is the public URL the service is to POST to (webhook events).
+	URL string
+	// Secret keys the webhook's HMAC; give it to the service (webhook events).
+	Secret []byte
+}
+
+// Hooks is implemented by a connector that also serves hooks (the `hooks` interface of the
+// gatekeeper-with-hooks world; a component exports it by importing
+// atelier/sdk/go/gatekeeper/hooks). Its methods mirror that interface's functions; session is
+// a session the host opened with OpenSession.
+type Hooks interface {
+	// SubscribeHook sets up hook h at the service (a webhook: create it with h.URL and
+	// h.Secret); an error refuses the hook.
+	SubscribeHook(session uint64, h Hook) error
+	// UnsubscribeHook undoes SubscribeHook (best effort).
+	UnsubscribeHook(session uint64, h Hook) error
+	// ReceiveHook turns an inbound webhook request, whose signature the host verified, into
+	// the JSON payload for the gadget; nil drops the event.
+	ReceiveHook(session uint64, h Hook, headers []Header, body []byte) (payload []byte, err error)
+	// PollHook returns the JSON payload of what is new for poll hook h, or nil.
+	PollHook(session uint64, h Hook) (payload []byte, err error)
+}

@@ -133,3 +133,21 @@ world w { import a; import b; }`)
 		}
 	}
 }
+
+// TestParameterlessImportWithReturnArea: an imported function without parameters whose result
+// needs a return area (a list of records) passes the area alone.
+func TestParameterlessImportWithReturnArea(t *testing.T) {
+	files, err := generate(t, `package t:t;
+interface a { record item { id: string, n: u64 } items: func() -> list<item>; }
+world w { import a; }`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var src string
+	for _, f := range files {
+		src += string(f.Src)
+	}
+	if !strings.Contains(src, "wasmimportAItems(ret_)") {
+		t.Errorf("generated code lacks the call with the return area alone:\n%s", src)
+	}
+}

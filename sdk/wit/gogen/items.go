@@ -243,7 +243,10 @@ func (g *gen) importFunc(module string, f *wit.Func, name, recv, docs string) {
 	switch {
 	case cf.retptr:
 		size, _ := layout(cf.rt)
-		fmt.Fprintf(&b, "ret_ := cabi.RetArea(%d)\n%s, ret_)\n", size, call)
+		if len(args) > 0 { // a function without parameters takes the return area alone
+			call += ", "
+		}
+		fmt.Fprintf(&b, "ret_ := cabi.RetArea(%d)\n%sret_)\n", size, call)
 	case len(cf.fr) == 1:
 		fmt.Fprintf(&b, "r0_ := %s)\n", call)
 	default:

@@ -169,14 +169,14 @@ func TestModulesAtRunTime(t *testing.T) {
 	}
 	for name, want := range map[string]string{
 		"[constructor]pen":      "[3];",
-		"[method]pen.draw":      "[pen own=false map[tag:path val:[map[x-pos:1 y-pos:-2]]] light-blue [bold]];[pen own=false map[tag:none] red [bold]];",
+		"[method]pen.draw":      "[pen own=false map[tag:path val:[[{x-pos 1} {y-pos -2}]]] light-blue [bold]];[pen own=false map[tag:none] red [bold]];",
 		"[static]pen.preset":    "[fine];[];",
 		"open":                  "[];[main];",
 		"[method]canvas.import": "[canvas own=false canvas own=false];",
 		"scalars":               "[true -1 1 -2 2 -3 3 -4 4 0.5 1.5 c str];",
 		"bytes":                 "[[1 2 3]];[[4]];",
-		"containers":            "[[map[x-pos:1 y-pos:-2] map[x-pos:0 y-pos:0]] [7 seven]];",
-		"nested":                "[map[err:no] map[ok:<nil>] map[x-pos:1 y-pos:-2]];[map[ok:1] map[err:<nil>] <nil>];",
+		"containers":            "[[[{x-pos 1} {y-pos -2}] [{x-pos 0} {y-pos 0}]] [7 seven]];",
+		"nested":                "[map[err:no] map[ok:<nil>] [{x-pos 1} {y-pos -2}]];[map[ok:1] map[err:<nil>] <nil>];",
 		"hand-back":             "[pen own=false pen own=true];",
 		"delete":                "[x];[y];[];",
 	} {

@@ -16,10 +16,23 @@
 //	GET    /redirect     302 to /notes
 //	GET    /big?bytes=N  N bytes of "x"
 //	GET    /echo         reflects the Authorization header, raw and encoded (see echo)
+//	GET    /webhooks     {"webhooks": [{"id","url"}]}
+//	POST   /webhooks     {"url","secret"} (secret in base64) -> 201 {"id","url"}
+//	DELETE /webhooks/ID  204
+//
+// When a note is added, the service POSTs {"event":"note-added","notebook","note"} to each of
+// the notebook's webhooks, signed as the notes gatekeeper's manifest declares: header
+// X-Notes-Timestamp holds the Unix time and X-Notes-Signature "sha256=" and the hex
+// HMAC-SHA256, keyed with the webhook's secret, of the timestamp, "." and the body. Each
+// delivery is logged as {"method":"DELIVER","path":URL,"status"} (status 0: not delivered).
 package main
 
 import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -30,6 +43,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 type note struct {
@@ -38,14 +52,23 @@ type note struct {
 	Body  string `json:"body"`
 }
 
+// webhook is one registered webhook of a notebook.
+type webhook struct {
+	ID     int64  `json:"id"`
+	URL    string `json:"url"`
+	secret []byte
+}
+
 type server struct {
 	tokens map[string]string // token -> user
 	owners map[string]string // notebook -> user
 
-	mu    sync.Mutex
-	notes map[string][]note
-	next  int64
-	out   *json.Encoder
+	mu       sync.Mutex
+	notes    map[string][]note
+	next     int64
+	webhooks map[string][]webhook
+	nextHook int64
+	out      *json.Encoder
 }
 
 type pairs map[string]string
@@ -66,7 +89,7 @@ func main() {
 	flag.Var(notebooks, "notebook", "NAME=USER: a notebook and its owner (repeatable)")
 	listen := flag.String("listen", "127.0.0.1:0", "address to listen on")
 	flag.Parse()
-	s := &server{tokens: map[string]string{}, owners: notebooks, notes: map[string][]note{}, out: json.NewEncoder(os.Stdout)}
+	s := &server{tokens: map[string]string{}, owners: notebooks, notes: map[string][]note{}, webhooks: map[string][]webhook{}, out: json.NewEncoder(os.Stdout)}
 	for user, token := range tokens {
 		s.tokens[token] = user
 	}
@@ -157,8 +180,44 @@ func (s *server) route(w http.ResponseWriter, r *http.Request, user string) {
 		s.next++
 		n.ID = s.next
 		s.notes[nb] = append(s.notes[nb], n)
+		hooks := append([]webhook(nil), s.webhooks[nb]...)
 		s.mu.Unlock()
 		reply(w, 201, n)
+		for _, h := range hooks {
+			go s.deliver(h, nb, n)
+		}
+	case sub == "webhooks" && r.Method == "GET":
+		s.mu.Lock()
+		list := append([]webhook{}, s.webhooks[nb]...)
+		s.mu.Unlock()
+		reply(w, 200, map[string]any{"webhooks": list})
+	case sub == "webhooks" && r.Method == "POST":
+		var req struct{ URL, Secret string }
+		err := json.NewDecoder(r.Body).Decode(&req)
+		u, uerr := url.Parse(req.URL)
+		secret, serr := base64.StdEncoding.DecodeString(req.Secret)
+		if err != nil || uerr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || serr != nil || len(secret) == 0 {
+			reply(w, 400, map[string]string{"error": "want {\"url\": an http(s) URL, \"secret\": base64}"})
+			return
+		}
+		s.mu.Lock()
+		s.nextHook++
+		h := webhook{ID: s.nextHook, URL: req.URL, secret: secret}
+		s.webhooks[nb] = append(s.webhooks[nb], h)
+		s.mu.Unlock()
+		reply(w, 201, h)
+	case strings.HasPrefix(sub, "webhooks/") && r.Method == "DELETE":
+		id, _ := strconv.ParseInt(strings.TrimPrefix(sub, "webhooks/"), 10, 64)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for i, h := range s.webhooks[nb] {
+			if h.ID == id {
+				s.webhooks[nb] = append(s.webhooks[nb][:i], s.webhooks[nb][i+1:]...)
+				w.WriteHeader(204)
+				return
+			}
+		}
+		reply(w, 404, map[string]string{"error": "no webhook " + strings.TrimPrefix(sub, "webhooks/")})
 	case strings.HasPrefix(sub, "notes/"):
 		id, err := strconv.ParseInt(strings.TrimPrefix(sub, "notes/"), 10, 64)
 		if err != nil {
@@ -219,4 +278,29 @@ func (s *server) note(w http.ResponseWriter, r *http.Request, nb string, id int6
 		return
 	}
 	reply(w, 404, map[string]string{"error": "no note " + strconv.FormatInt(id, 10)})
+}
+
+// deliver POSTs the note-added event of note n of notebook nb to webhook h, signed with its
+// secret, and logs the outcome.
+func (s *server) deliver(h webhook, nb string, n note) {
+	body, _ := json.Marshal(map[string]any{"event": "note-added", "notebook": nb, "note": n})
+	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	mac := hmac.New(sha256.New, h.secret)
+	mac.Write([]byte(ts + "."))
+	mac.Write(body)
+	status := 0
+	req, err := http.NewRequest("POST", h.URL, bytes.NewReader(body))
+	if err == nil {
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Notes-Timestamp", ts)
+		req.Header.Set("X-Notes-Signature", "sha256="+hex.EncodeToString(mac.Sum(nil)))
+		client := http.Client{Timeout: 30 * time.Second}
+		if resp, err := client.Do(req); err == nil {
+			resp.Body.Close()
+			status = resp.StatusCode
+		}
+	}
+	s.mu.Lock()
+	s.out.Encode(map[string]any{"method": "DELIVER", "path": h.URL, "user": "", "status": status})
+	s.mu.Unlock()
 }

@@ -23,12 +23,17 @@
 // memories; Wasmtime creates memories synchronously on the calling thread.
 static _Thread_local atl_memcap_t *atl_current;
 
-// The memories an instantiation on this thread is expected to create, in order: its
-// component's plan and how many of them were created so far (NULL: no plan, outside an
-// instantiation, or inside a call made during one). Set and restored by the wrappers.
+typedef struct atl_memory atl_memory_t;
+
+// The instantiation running on this thread (NULL: outside an instantiation, or inside a call
+// made during one): the memories it is expected to create, in order (its component's plan, or
+// NULL for no plan), how many of them were created so far, and the memories it created (most
+// recent first, linked by atl_memory.made_next), which atl_trim looks at once it has finished.
+// Set and restored by the wrappers.
 typedef struct atl_queue {
   const atl_plan_t *plan;
   size_t next;
+  atl_memory_t *made;
 } atl_queue_t;
 static _Thread_local atl_queue_t *atl_queue;
 
@@ -64,11 +69,14 @@ static void atl_leave(atl_entry_t prev) {
 // in the whole process.
 static int64_t atl_live, atl_pooled, atl_imaged;
 
+// Pages of zeros that atl_trim gave back to the kernel, in the whole process.
+static int64_t atl_trimmed;
+
 typedef struct atl_pool atl_pool_t;
 
 // One linear memory: a PROT_NONE reservation [guard | capacity | guard] of which the first
 // `committed` bytes after the first guard are read-write.
-typedef struct atl_memory {
+struct atl_memory {
   atl_pool_t *pool;  // where the memory goes when freed (NULL: unmapped)
   atl_memcap_t *cap; // of the store using it; NULL while pooled
   uint8_t *mapping;
@@ -79,7 +87,8 @@ typedef struct atl_memory {
   size_t committed; // read-write bytes from base (size rounded up to host pages)
   size_t capacity;  // growth up to here never moves base
   size_t image_len; // bytes from base mapped privately from an image's memfd (0: none)
-} atl_memory_t;
+  atl_memory_t *made_next; // the memory created before it by the same instantiation
+};
 
 // The memory creator's state (its env): freed memories kept for reuse, most recent last. Every
 // byte of a pooled memory's reservation is zero (atl_scrub), so a reused memory is
@@ -169,6 +178,8 @@ int64_t atl_live_memories(void) { return __atomic_load_n(&atl_live, __ATOMIC_REL
 int64_t atl_pooled_memories(void) { return __atomic_load_n(&atl_pooled, __ATOMIC_RELAXED); }
 
 int64_t atl_imaged_memories(void) { return __atomic_load_n(&atl_imaged, __ATOMIC_RELAXED); }
+
+int64_t atl_trimmed_pages(void) { return __atomic_load_n(&atl_trimmed, __ATOMIC_RELAXED); }
 
 // Forgets a memory's image mapping (the mapping itself is replaced or unmapped by the caller).
 static void atl_forget_image(atl_memory_t *m) {
@@ -274,6 +285,61 @@ static int atl_scrub(atl_memory_t *m) {
   return 0;
 }
 
+// Reports whether the page at p (page bytes, a multiple of 8) holds only zeros.
+static int atl_page_is_zero(const uint8_t *p, size_t page) {
+  const uint64_t *w = (const uint64_t *)p;
+  for (size_t i = 0; i < page / 8; i++)
+    if (w[i] != 0)
+      return 0;
+  return 1;
+}
+
+// Gives len bytes of zero anonymous pages at p back to the kernel lazily (MADV_FREE): they
+// stop counting as the instance's dirty memory and the kernel takes them whenever it needs
+// memory, without writing them anywhere; until then a write keeps the page (no page fault),
+// and a read returns zeros either way. Kernels without MADV_FREE drop them (MADV_DONTNEED).
+// 0 on success.
+static int atl_give_back(uint8_t *p, size_t len) {
+  if (madvise(p, len, MADV_FREE) == 0)
+    return 0;
+  return errno == EINVAL ? madvise(p, len, MADV_DONTNEED) : -1;
+}
+
+// Gives the kernel back the pages of a memory that read as zero once its instance has started,
+// so that a live instance's dirty memory is only the pages it wrote something into. A guest's
+// start-up often writes zeros over fresh memory (the Go runtime's page allocator clears every
+// block it frees, about 400 KiB of a Go guest's start), and a recycled memory comes with the
+// pages its previous user touched populated (atl_scrub). In [image_len, committed) (read-write
+// anonymous memory) each populated page is read and runs of all-zero ones are given back
+// (atl_give_back: the guest reads zeros from them whatever the kernel does); above `committed`
+// every page is zero (PROT_NONE since the scrub) and populated ones are given back unread. The
+// image's range is left alone (a private file page given back would read as the image's
+// content, not as what the guest wrote). Runs right after the instantiation, on its thread,
+// before any call can run on the store. A failed mincore or madvise leaves pages as they are,
+// which is correct too, only larger.
+static void atl_trim(atl_memory_t *m) {
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  size_t from = m->image_len / page, to = m->committed / page;
+  unsigned char vec[4096];
+  for (size_t at = from; at < to;) {
+    size_t n = to - at < sizeof vec ? to - at : sizeof vec;
+    if (mincore(m->base + at * page, n * page, vec) != 0)
+      return;
+    for (size_t i = 0; i < n;) {
+      size_t j = i;
+      while (j < n && (vec[j] & 1) && atl_page_is_zero(m->base + (at + j) * page, page))
+        j++;
+      if (j > i && atl_give_back(m->base + (at + i) * page, (j - i) * page) == 0)
+        __atomic_add_fetch(&atl_trimmed, (int64_t)(j - i), __ATOMIC_RELAXED);
+      i = j + 1;
+    }
+    at += n;
+  }
+  size_t kept = m->capacity < ATL_KEEP_RESIDENT ? m->capacity : ATL_KEEP_RESIDENT;
+  if (kept > m->committed)
+    atl_give_back(m->base + m->committed, kept - m->committed);
+}
+
 // Keeps a freed memory in its pool (scrubbed) if there is room; 0 when it was not kept.
 static int atl_pool_put(atl_memory_t *m) {
   atl_pool_t *p = m->pool;
@@ -367,7 +433,7 @@ static wasmtime_error_t *atl_map_image(atl_memory_t *m, const atl_image_t *img) 
 static wasmtime_error_t *atl_plan_next(size_t minimum, size_t maximum, const atl_image_t **img) {
   *img = NULL;
   atl_queue_t *q = atl_queue;
-  if (q == NULL)
+  if (q == NULL || q->plan == NULL)
     return NULL;
   if (q->next >= q->plan->n)
     return atl_errorf("instantiation creates more linear memories than the %zu its component's "
@@ -435,6 +501,11 @@ static wasmtime_error_t *atl_new_memory(void *env, const wasm_memorytype_t *ty, 
   }
   m->size = minimum;
   m->cap = cap;
+  m->made_next = NULL;
+  if (atl_queue != NULL) {
+    m->made_next = atl_queue->made;
+    atl_queue->made = m;
+  }
   __atomic_add_fetch(&cap->refs, 1, __ATOMIC_ACQ_REL);
   __atomic_add_fetch(&atl_live, 1, __ATOMIC_RELAXED);
   ret->env = m;
@@ -493,14 +564,17 @@ wasmtime_error_t *atl_instantiate(atl_memcap_t *mem, const atl_plan_t *plan,
                                   const wasmtime_component_linker_t *linker,
                                   wasmtime_context_t *ctx, const wasmtime_component_t *comp,
                                   wasmtime_component_instance_t *out) {
-  atl_queue_t q = {plan, 0};
-  atl_entry_t prev = atl_enter(mem, plan != NULL ? &q : NULL);
+  atl_queue_t q = {plan, 0, NULL};
+  atl_entry_t prev = atl_enter(mem, &q);
   wasmtime_error_t *err = wasmtime_component_linker_instantiate(linker, ctx, comp, out);
   atl_leave(prev);
   if (err == NULL && plan != NULL && q.next != plan->n)
     err = atl_errorf("instantiation created %zu linear memories, its component's memory plan "
                      "lists %zu",
                      q.next, plan->n);
+  if (err == NULL)
+    for (atl_memory_t *m = q.made; m != NULL; m = m->made_next)
+      atl_trim(m);
   return err;
 }
 

@@ -17,3 +17,10 @@ func PooledMemories() int64 { return int64(C.atl_pooled_memories()) }
 // mapped from a memory image (Component.SetMemoryPlan); tests check with it that images are
 // used, and that freed memories no longer map them.
 func ImagedMemories() int64 { return int64(C.atl_imaged_memories()) }
+
+// TrimmedPages returns the number of host pages, in the whole process, that held only zeros
+// when an instantiation finished and were given back to the kernel (MADV_FREE: no longer the
+// instance's dirty memory; they read as zero whatever the kernel does with them): a guest's
+// start-up that writes zeros costs its instance nothing. Tests check with it that the
+// trimming happens.
+func TrimmedPages() int64 { return int64(C.atl_trimmed_pages()) }

@@ -116,6 +116,9 @@ int64_t atl_live_memories(void);
 int64_t atl_pooled_memories(void);
 // Memories (in use) whose start is mapped from an image of a memory plan.
 int64_t atl_imaged_memories(void);
+// Host pages of zeros given back to the kernel after instantiations (read-write pages that
+// read as zero once the instance had started), in the whole process.
+int64_t atl_trimmed_pages(void);
 
 // Creates a store whose data is `handle` (a cgo.Handle). With `capped` (engines with the memory
 // creator) it also creates the store's budget in *mem, with `reserve` bytes (its tables')

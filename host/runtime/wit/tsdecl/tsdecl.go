@@ -77,10 +77,15 @@ func TypeName(name string) string {
 
 // Declare returns the declarations of a binding called name whose functions are exports (a
 // component's exports: functions, and interfaces of functions): the named types and resource
-// stubs it uses, then `declare const NAME: {...}`.
+// stubs it uses, then `declare const NAME: {...}`. Every member is declared once: an export
+// whose name collides with an earlier one's (see Distinct) is left out and named in a comment.
 func Declare(name string, exports []wit.Item, m Mapping) string {
 	w := &writer{m: m, named: map[string]bool{}, stubs: map[string]*stub{}, stubNames: map[string]bool{}}
 	var body strings.Builder
+	exports, cols := Distinct(exports)
+	for _, c := range cols {
+		fmt.Fprintf(&body, "  // Not reachable: %q; %q has the name.\n", c.Export, c.Taken)
+	}
 	for _, it := range exports {
 		switch it.Kind {
 		case wit.ItemFunc:

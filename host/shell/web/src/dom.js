@@ -35,32 +35,79 @@ export function replace(el, ...children) {
   return el;
 }
 
-/** An error as one line: "CODE: message". */
+// What each error code of the API (docs/api.md, "Errors") means, in a sentence for people.
+const SENTENCES = {
+  UNAUTHORIZED: "You are not signed in, or your sign-in is not valid any more.",
+  FORBIDDEN: "You don't have permission to do that.",
+  NOT_FOUND: "That does not exist, or you cannot see it.",
+  INVALID_ARGUMENT: "Something you entered is not valid.",
+  CONFLICT: "That clashes with something that exists or changed meanwhile.",
+  FAILED_PRECONDITION: "That cannot be done in the current state.",
+  RESOURCE_EXHAUSTED: "A limit of this server was reached.",
+  GADGET_ERROR: "The gadget failed.",
+  INTERNAL: "Something went wrong on the server.",
+  MOVED: "The workspace moved to another server node; try again.",
+  UNAVAILABLE: "The server cannot do that right now; try again shortly.",
+};
+
+/**
+ * Describes an error for people: {sentence, detail, code}. sentence says what the code means
+ * (empty for an error without a code), detail is the message (what went wrong, what to do), code
+ * the API's error code ("" when it has none). Every view shows errors through this.
+ */
+export function describeError(err) {
+  if (!err) return { sentence: "Something went wrong.", detail: "", code: "" };
+  const detail = err.message || String(err);
+  const code = typeof err.code === "string" ? err.code : "";
+  const sentence = code ? SENTENCES[code] || "The server refused that." : "";
+  return { sentence, detail, code };
+}
+
+/** An error as one line of text: the sentence, the message, and the code in parentheses. */
 export function errorText(err) {
-  if (!err) return "unknown error";
-  const msg = err.message || String(err);
-  return err.code ? `${err.code}: ${msg}` : msg;
+  const { sentence, detail, code } = describeError(err);
+  return [sentence, detail, code ? `(${code})` : ""].filter(Boolean).join(" ");
+}
+
+/** An error as an element: the sentence, the message, and the code in small print. */
+export function errorNode(err) {
+  const { sentence, detail, code } = describeError(err);
+  return h("span", { class: "error-text" },
+    sentence ? h("span", { class: "error-sentence" }, sentence) : null,
+    sentence && detail ? " " : null,
+    detail ? h("span", { class: "error-detail" }, detail) : null,
+    code ? [" ", h("small", { class: "error-code" }, code)] : null);
 }
 
 let toasts;
 
-/** Shows a message for a few seconds; kind "error" or "info". */
-export function toast(text, kind = "info") {
+/** Shows a message (text or a node) for a few seconds; kind "error" or "info". */
+export function toast(content, kind = "info") {
   if (!toasts) {
     toasts = h("div", { class: "toasts", role: "status" });
     document.body.append(toasts);
   }
-  const t = h("div", { class: `toast ${kind}`, text });
+  const t = h("div", { class: `toast ${kind}` }, content);
   toasts.append(t);
   setTimeout(() => t.remove(), kind === "error" ? 8000 : 4000);
 }
 
-/** Runs fn, showing a rejection as an error toast; returns fn's result or undefined. */
+/** Removes the error toasts shown: called when an action succeeds, so none goes stale. */
+export function clearErrors() {
+  if (toasts) for (const t of toasts.querySelectorAll(".toast.error")) t.remove();
+}
+
+/**
+ * Runs fn, showing a rejection as an error toast; returns fn's result or undefined. Success
+ * clears the error toasts of earlier attempts.
+ */
 export async function attempt(fn) {
   try {
-    return await fn();
+    const result = await fn();
+    clearErrors();
+    return result;
   } catch (err) {
-    toast(errorText(err), "error");
+    toast(errorNode(err), "error");
     return undefined;
   }
 }

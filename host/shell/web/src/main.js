@@ -2,13 +2,15 @@
 // and the views. See docs/gadget-ui.md for gadget UIs.
 import "./shell.css";
 import { Connection, State } from "./rpc.js";
-import { h, replace, errorText, attempt } from "./dom.js";
-import { renderAuth } from "./views/auth.js";
+import { h, replace, errorNode, attempt } from "./dom.js";
+import { renderAuth, renderPasswordOffer } from "./views/auth.js";
 import { renderWorkspaces } from "./views/workspaces.js";
 import { renderWorkspace } from "./views/workspace.js";
 import { renderAgents } from "./views/agents.js";
 import { renderGatekeepers } from "./views/gatekeepers.js";
 import { renderCluster } from "./views/cluster.js";
+import { renderModels } from "./views/models.js";
+import { renderAccount } from "./views/account.js";
 
 const conn = new Connection(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/api`);
 const STATE_TEXT = { [State.CONNECTING]: "connecting…", [State.ONLINE]: "connected", [State.OFFLINE]: "offline, reconnecting…" };
@@ -46,8 +48,12 @@ function parseRoute() {
       return { view: "agents" };
     case "gatekeepers":
       return { view: "gatekeepers" };
+    case "models":
+      return { view: "models" };
     case "cluster":
       return { view: "cluster" };
+    case "account":
+      return { view: "account" };
     default:
       return { view: "workspaces" };
   }
@@ -78,6 +84,8 @@ async function render() {
     renderAuth(el, ctx);
     return;
   }
+  const offer = renderPasswordOffer(ctx);
+  if (offer) mainEl.prepend(offer);
   try {
     const route = parseRoute();
     mainEl.dataset.view = route.view;
@@ -99,12 +107,18 @@ async function render() {
       case "cluster":
         await renderCluster(el, ctx);
         break;
+      case "models":
+        await renderModels(el, ctx);
+        break;
+      case "account":
+        await renderAccount(el, ctx);
+        break;
       default:
         await renderWorkspaces(el, ctx);
     }
   } catch (err) {
     mainEl.dataset.view = "error";
-    replace(el, h("div", { class: "card error", id: "view-error" }, h("h2", null, "Could not show this page"), h("p", null, errorText(err)), h("a", { href: "#/" }, "Back to your workspaces")));
+    replace(el, h("div", { class: "card error", id: "view-error" }, h("h2", null, "Could not show this page"), h("p", null, errorNode(err)), h("a", { href: "#/" }, "Back to your workspaces")));
   }
 }
 
@@ -120,13 +134,14 @@ function renderHeader() {
           h("a", { href: "#/" }, "Workspaces"),
           u.kind === "user" ? h("a", { href: "#/agents" }, "Agents") : null,
           h("a", { href: "#/gatekeepers" }, "Gatekeepers"),
+          u.kind === "user" ? h("a", { href: "#/models", id: "nav-models" }, "Models") : null,
           conn.admin && conn.serverInfo && conn.serverInfo.cluster ? h("a", { href: "#/cluster", id: "nav-cluster" }, "Cluster") : null,
         ]
       : null,
   );
   replace(
     userEl,
-    u ? [h("span", null, u.kind === "agent" ? `${u.owner}/agent:${u.username}` : u.username), h("button", { class: "small", id: "logout", text: "Log out", onclick: () => attempt(() => conn.logout()) })] : null,
+    u ? [h("a", { href: "#/account", id: "account-link", title: "Your account: change your password" }, u.kind === "agent" ? `${u.owner}/agent:${u.username}` : u.username), h("button", { class: "small", id: "logout", text: "Log out", onclick: () => attempt(() => conn.logout()) })] : null,
   );
 }
 

@@ -38,3 +38,22 @@ export async function readGadgetFiles(files) {
 export function defaultGrants(kind) {
   return kind === "js" ? GRANTS.slice(0, 4) : GRANTS.slice(0, 3);
 }
+
+/** Reads the one file picked in a file input as bytes; what names it in the error ("a blueprint archive"). */
+export async function readOneFile(input, what) {
+  const file = input.files && input.files[0];
+  if (!file) throw new Error(`pick ${what} first`);
+  return new Uint8Array(await file.arrayBuffer());
+}
+
+/** Offers bytes to the person as a downloaded file named filename. */
+export function downloadBytes(bytes, filename, type = "application/octet-stream") {
+  const url = URL.createObjectURL(new Blob([bytes], { type }));
+  const a = document.createElement("a");
+  a.href = url;
+  a.download = filename;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60000);
+}

@@ -126,9 +126,10 @@ func (a *API) Version() string { return "1.0" }
 // GetNothing returns null.
 func (a *API) GetNothing() any { return nil }
 
-// GetCounterBox returns an object holding a label and a counter stub.
-func (a *API) GetCounterBox(n float64) map[string]any {
-	return map[string]any{"label": "box", "counter": a.MakeCounter(n)}
+// GetCounterBox returns an object holding a label and a counter stub, in that order (as the
+// JavaScript API builds it).
+func (a *API) GetCounterBox(n float64) capnweb.Object {
+	return capnweb.Object{{Key: "label", Value: "box"}, {Key: "counter", Value: a.MakeCounter(n)}}
 }
 
 // UseCounter calls increment(100) on a counter stub the client passes back.

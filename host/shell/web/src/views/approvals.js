@@ -19,7 +19,7 @@ export async function renderApprovals(el, ctx) {
       actions.length === 0
         ? h("p", { class: "muted" }, "No gatekeeper actions or observations yet.")
         : h("table", { class: "list" },
-            h("thead", null, h("tr", null, ["#", "State", "Caller", "Account", "What", ""].map((t) => h("th", null, t)))),
+            h("thead", null, h("tr", null, ["#", "State", "Caller", "Gatekeeper and resource", "What", ""].map((t) => h("th", null, t)))),
             h("tbody", null,
               actions
                 .slice()
@@ -29,7 +29,7 @@ export async function renderApprovals(el, ctx) {
                     h("td", null, a.id),
                     h("td", null, h("span", { class: `state ${a.state}` }, a.state), a.autoApproved ? " (auto)" : ""),
                     h("td", null, a.caller),
-                    h("td", null, a.account, h("div", { class: "muted mono" }, a.resource)),
+                    h("td", { class: "account", title: a.account }, h("strong", { class: "gatekeeper-name" }, a.gatekeeper || "removed gatekeeper"), h("div", { class: "muted mono resource" }, a.resource)),
                     h("td", null, h("strong", null, a.title), h("div", null, a.description), a.result !== undefined ? h("pre", { class: "output" }, json(a.result)) : null),
                     h("td", { class: "actions" },
                       a.state === "pending"

@@ -1,6 +1,6 @@
 // Bindings: gadget -> gadget and gadget -> gatekeeper account, each listed with Unbind, and
 // the forms that bind.
-import { h, replace, form, select, field, attempt, toast, errorText } from "../dom.js";
+import { h, replace, form, select, field, attempt, toast, errorNode } from "../dom.js";
 
 /**
  * The gatekeeper bindings as a table with an Unbind button each, or the error ({err}) that
@@ -8,7 +8,7 @@ import { h, replace, form, select, field, attempt, toast, errorText } from "../d
  */
 function gatekeeperTable(ctx, { bindings, err }) {
   const { ws } = ctx;
-  if (err) return h("p", { class: "muted", id: "gatekeeper-bindings-error" }, `The gatekeeper bindings could not be listed: ${errorText(err)}`);
+  if (err) return h("p", { class: "muted", id: "gatekeeper-bindings-error" }, "The gatekeeper bindings could not be listed: ", errorNode(err));
   if (bindings.length === 0) return h("p", { class: "muted" }, "No gadget reaches a gatekeeper account.");
   return h("table", { class: "list", id: "gatekeeper-bindings" },
     h("thead", null, h("tr", null, ["Gadget", "Name", "Gatekeeper", "Account", ""].map((t) => h("th", null, t)))),

@@ -1,8 +1,10 @@
-// One gadget: its UI (client.js in a sandboxed frame), a method console, versions (which carry
-// a UI) and rollback, deploy of a new version, a UI-only change, inspect, rename and delete.
-import { h, replace, attempt, toast, errorText, json, when, kib } from "../dom.js";
+// One gadget: its UI (client.js in a sandboxed frame), a method console, its live console log, versions (which carry
+// a UI, and name the chat whose draft made them) and rollback, deploy of a new version, a
+// UI-only change, inspect, rename and delete.
+import { h, replace, attempt, toast, errorNode, clearErrors, json, when, kib } from "../dom.js";
 import { mountGadgetFrame } from "../gadgetframe.js";
 import { deployForm } from "./gadgets.js";
+import { liveConsole } from "./console.js";
 
 export async function renderGadget(el, ctx) {
   const { ws, role, name } = ctx;
@@ -21,7 +23,7 @@ export async function renderGadget(el, ctx) {
   try {
     client = await gadget.client();
   } catch (err) {
-    replace(uiBox, h("p", { class: "muted" }, `The UI could not be loaded: ${errorText(err)}`));
+    replace(uiBox, h("p", { class: "muted" }, "The UI could not be loaded: ", errorNode(err)));
   }
   if (client) {
     ctx.onCleanup(mountGadgetFrame(uiBox, { title: `${name} UI`, source: client.source, gadget: () => gadget, app: currentApp }));
@@ -40,6 +42,7 @@ export async function renderGadget(el, ctx) {
     ),
     uiBox,
     h("div", { class: "columns" }, await callPanel(ctx, gadget), versionsPanel(ctx, gadget, info, build)),
+    build ? await consolePanel(ctx, gadget) : null,
     build ? h("div", { class: "columns" }, deployPanel(ctx, gadget, info), uiPanel(ctx, gadget, info)) : null,
     build ? manageSection(ctx, gadget) : null,
   );
@@ -72,12 +75,22 @@ async function callPanel(ctx, gadget) {
       for (const p of path.slice(0, -1)) target = target[p];
       out.textContent = json(await target[path.at(-1)](...list));
       out.classList.remove("error");
+      clearErrors();
     } catch (err) {
-      out.textContent = errorText(err);
+      replace(out, errorNode(err));
       out.classList.add("error");
     }
   });
   return f;
+}
+
+/** The gadget's console lines as it writes them (gadget.logs needs the build role). */
+async function consolePanel(ctx, gadget) {
+  const { log, clear } = await liveConsole(ctx, (cb) => gadget.logs(cb), "gadget-console");
+  log.classList.add("short");
+  return h("section", { class: "card", id: "gadget-console-panel" },
+    h("div", { class: "toolbar" }, h("h3", null, "Console"), h("span", { class: "muted" }, `what ${ctx.name} writes, as it writes it`), clear),
+    log);
 }
 
 function versionsPanel(ctx, gadget, info, build) {
@@ -100,7 +113,7 @@ function versionsPanel(ctx, gadget, info, build) {
               h("td", { class: "mono" }, v.sha256.slice(0, 12)),
               h("td", null, kib(v.size)),
               h("td", { class: "ui-cell", title: v.client ? `client.js sha256 ${v.client}` : "" }, v.client ? `UI ${v.client.slice(0, 12)}` : h("span", { class: "muted" }, "no UI")),
-              h("td", null, when(v.created)),
+              h("td", null, when(v.created), v.chat ? h("div", { class: "muted version-chat" }, `from chat ${v.chat}`) : null),
               h(
                 "td",
                 null,

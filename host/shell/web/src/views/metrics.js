@@ -1,6 +1,6 @@
 // The metrics dashboard: call rate, latency and loaded instances per gadget, from
 // Workspace.metrics() polled every few seconds, drawn as SVG line charts.
-import { h, replace, errorText } from "../dom.js";
+import { h, replace, errorNode } from "../dom.js";
 import { COLORS, lineChart } from "../charts.js";
 
 const POLL_MS = 2000;
@@ -68,7 +68,7 @@ export async function renderMetrics(el, ctx) {
       status.textContent = `Server up ${Math.round(m.uptimeSeconds)} s; polled every ${POLL_MS / 1000} s.`;
       draw();
     } catch (err) {
-      status.textContent = `Metrics are not available: ${errorText(err)}`;
+      replace(status, "Metrics are not available: ", errorNode(err));
     }
   };
   await poll();

@@ -1,12 +1,13 @@
 // Collaborators and share links.
 import { h, replace, form, select, field, attempt, toast, when } from "../dom.js";
+import { renderObserverSettings } from "./observers.js";
 
 const ROLES = [["use", "use"], ["build", "build"]];
 
 export async function renderSharing(el, ctx) {
   const { ws, role, wsId } = ctx;
   const owner = role === "owner";
-  const [people, links] = await Promise.all([ws.listCollaborators(), owner ? ws.listShareLinks() : []]);
+  const [people, links, observers] = await Promise.all([ws.listCollaborators(), owner ? ws.listShareLinks() : [], owner ? renderObserverSettings(ws) : null]);
   const created = h("div", { id: "share-link" });
   replace(
     el,
@@ -56,5 +57,6 @@ export async function renderSharing(el, ctx) {
         })
       : null,
     created,
+    observers,
   );
 }
