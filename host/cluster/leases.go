@@ -547,34 +547,21 @@ type Claim struct {
 // returns when the successful request was sent.
 func (c *Claim) acquire(ctx context.Context) (time.Time, error) {
 	self := c.l.node.Name()
-	for range claimAttempts {
-		sent := time.Now()
-		rev, err := c.l.lease.Create(ctx, c.key, []byte(self))
-		if err == nil {
-			c.rev = rev
-			return sent, nil
-		}
-		if !errors.Is(err, jetstream.ErrKeyExists) {
-			return time.Time{}, fmt.Errorf("claim workspace %s: %w", c.ws, err)
-		}
-		e, err := c.l.lease.Get(ctx, c.key)
+	// While the lease bucket has no stream leader (a node just left and its replicas are
+	// electing one) requests fail without an answer: they are repeated until the bucket answers
+	// again, for at most one lease TTL, without spending the attempts kept for races. A create
+	// whose answer was lost may have succeeded: its repeat finds this node's own lease and
+	// takes it over.
+	unavailableUntil := time.Now().Add(c.l.ttl)
+	for attempt := 0; attempt < claimAttempts; {
+		sent, raced, err := c.try(ctx, self)
 		switch {
-		case errors.Is(err, jetstream.ErrKeyNotFound):
-			// expired or released since: create again
-		case err != nil:
-			return time.Time{}, fmt.Errorf("claim workspace %s: %w", c.ws, err)
-		case store.NodeID(e.Value()) != self && !c.l.stale(e):
-			return time.Time{}, &store.OwnerError{Workspace: c.ws, Node: store.NodeID(e.Value())}
-		default: // this node's own earlier lease, or a stale one: take it over
-			sent = time.Now()
-			rev, err := c.l.lease.Update(ctx, c.key, []byte(self), e.Revision())
-			if err == nil {
-				c.rev = rev
-				return sent, nil
-			}
-			if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-				return time.Time{}, fmt.Errorf("claim workspace %s: take the lease over: %w", c.ws, err)
-			}
+		case err == nil && !raced:
+			return sent, nil
+		case err != nil && (!retryable(err) || ctx.Err() != nil || time.Now().After(unavailableUntil)):
+			return time.Time{}, err
+		case raced:
+			attempt++
 		}
 		select {
 		case <-ctx.Done():
@@ -583,6 +570,41 @@ func (c *Claim) acquire(ctx context.Context) (time.Time, error) {
 		}
 	}
 	return time.Time{}, fmt.Errorf("claim workspace %s: the lease kept changing during %d attempts", c.ws, claimAttempts)
+}
+
+// try makes one attempt at the lease: it creates it, or takes over this node's earlier lease
+// or a stale one. raced reports that the lease changed under the attempt (expired, released
+// or updated meanwhile), so another attempt may succeed.
+func (c *Claim) try(ctx context.Context, self store.NodeID) (sent time.Time, raced bool, err error) {
+	sent = time.Now()
+	rev, err := c.l.lease.Create(ctx, c.key, []byte(self))
+	if err == nil {
+		c.rev = rev
+		return sent, false, nil
+	}
+	if !errors.Is(err, jetstream.ErrKeyExists) {
+		return time.Time{}, false, fmt.Errorf("claim workspace %s: %w", c.ws, err)
+	}
+	e, err := c.l.lease.Get(ctx, c.key)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return time.Time{}, true, nil // expired or released since: create again
+	case err != nil:
+		return time.Time{}, false, fmt.Errorf("claim workspace %s: %w", c.ws, err)
+	case store.NodeID(e.Value()) != self && !c.l.stale(e):
+		return time.Time{}, false, &store.OwnerError{Workspace: c.ws, Node: store.NodeID(e.Value())}
+	}
+	// this node's own earlier lease, or a stale one: take it over
+	sent = time.Now()
+	rev, err = c.l.lease.Update(ctx, c.key, []byte(self), e.Revision())
+	switch {
+	case err == nil:
+		c.rev = rev
+		return sent, false, nil
+	case errors.Is(err, jetstream.ErrKeyRevisionMismatch):
+		return time.Time{}, true, nil
+	}
+	return time.Time{}, false, fmt.Errorf("claim workspace %s: take the lease over: %w", c.ws, err)
 }
 
 // renew updates the lease every TTL/3 until the claim ends. The claim is lost when an update
