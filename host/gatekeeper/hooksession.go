@@ -24,9 +24,11 @@ type HookGuest interface {
 
 // HookWatcher is implemented by a Guest that pushes the events of notify hooks (a built-in
 // gatekeeper such as mcpgk): WatchHook calls fire with each event's JSON payload until stop
-// is called or ctx ends.
+// is called or ctx ends. CheckHook refuses a hook the watch could never run (its event or
+// params are wrong) when it is registered, before anything is stored.
 type HookWatcher interface {
 	WatchHook(ctx context.Context, session uint64, h Hook, fire func([]byte)) (stop func(), err error)
+	CheckHook(h Hook) error
 }
 
 // hookSpec returns the manifest's event of hook h, which must come from one of sources (any
@@ -94,8 +96,16 @@ func (in *Instance) payload(p []byte) ([]byte, error) {
 }
 
 // SubscribeHook lets the gatekeeper set up hook h (for a webhook event, create the service's
-// webhook with h.URL and h.Secret) on the gadget binding's session; an error refuses the hook.
+// webhook with h.URL and h.Secret; for an event the guest watches, check h's params) on the
+// gadget binding's session; an error refuses the hook.
 func (s *Session) SubscribeHook(ctx context.Context, h Hook) error {
+	if hw, ok := s.in.guest.(HookWatcher); ok {
+		if spec, err := s.hookSpec(h); err == nil && s.watches(spec) {
+			if err := hw.CheckHook(h); err != nil {
+				return s.in.fail("hooks.subscribe", err)
+			}
+		}
+	}
 	return s.subscription(ctx, h, "hooks.subscribe", HookGuest.SubscribeHook)
 }
 

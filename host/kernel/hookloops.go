@@ -232,6 +232,7 @@ func (k *Kernel) stopHooks() {
 		w.stop()
 	}
 	k.hooks.wg.Wait()
+	k.hooks.peers.close()
 }
 
 // dropAccountHooks removes the hooks of account in every workspace that this node runs or can

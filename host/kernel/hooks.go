@@ -79,6 +79,7 @@ type hookState struct {
 	ctx     context.Context // ends at Close
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup // unsubscriptions and fires started by watches
+	peers   hookPeers      // sessions forwarding deliveries to other nodes
 }
 
 // hookRefusals bounds the requests per hook and sending address that fail the signature
@@ -101,15 +102,18 @@ func (k *Kernel) SetHookBase(base string) {
 	k.hooks.mu.Unlock()
 }
 
-// hookURL is the public URL of hook id.
-func (k *Kernel) hookURL(id string) string {
+// hookURL is the public URL of hook h when it is a webhook; other hooks have none ("").
+func (k *Kernel) hookURL(h store.Hook) string {
+	if h.Source != gatekeeper.HookWebhook {
+		return ""
+	}
 	base := strings.TrimSuffix(k.cfg.PublicURL, "/")
 	if base == "" {
 		k.hooks.mu.Lock()
 		base = k.hooks.base
 		k.hooks.mu.Unlock()
 	}
-	return base + HookPath + id
+	return base + HookPath + h.ID
 }
 
 // newHookID returns "hk_" and 24 random base32 characters (120 bits: it is in the URL).
@@ -140,7 +144,7 @@ func hookSealContext(id string) string { return "hook/" + id }
 
 // gkHook is what the gatekeeper learns of h (its secret opened).
 func (k *Kernel) gkHook(h store.Hook) (gatekeeper.Hook, error) {
-	gh := gatekeeper.Hook{ID: h.ID, Event: h.Event, Params: h.Params, URL: k.hookURL(h.ID)}
+	gh := gatekeeper.Hook{ID: h.ID, Event: h.Event, Params: h.Params, URL: k.hookURL(h)}
 	if len(h.Secret) > 0 {
 		box, err := k.box()
 		if err != nil {
@@ -269,7 +273,7 @@ func (ov *overseer) registerHook(ctx context.Context, g store.Gadget, r hookRequ
 		h.EveryMs = max(spec.MinEveryMs, pollEvery(r.params))
 		h.Next = now.Add(time.Duration(h.EveryMs) * time.Millisecond)
 	}
-	gh := gatekeeper.Hook{ID: h.ID, Event: h.Event, Params: h.Params, URL: k.hookURL(h.ID), Secret: secret}
+	gh := gatekeeper.Hook{ID: h.ID, Event: h.Event, Params: h.Params, URL: k.hookURL(h), Secret: secret}
 	l, err := ov.links.get(linkKey{g.ID, r.binding}, account, func() (*link, error) { return ov.openLink(ctx, "gadget:"+g.Name, acct) })
 	if err != nil {
 		return store.Hook{}, nil, wrapErr(err, "binding %q", r.binding)
@@ -528,7 +532,7 @@ func (ov *overseer) recordFire(ctx context.Context, p *principal, gadget, id str
 // hookInfo describes h; gatekeepers names the installed gatekeepers by id.
 func (ov *overseer) hookInfo(ctx context.Context, h store.Hook, gatekeepers map[string]string) HookInfo {
 	info := HookInfo{ID: h.ID, Gadget: string(h.Gadget), Binding: h.Binding, Event: h.Event, Method: h.Method, Params: h.Params, Source: h.Source,
-		URL: ov.k.hookURL(h.ID), Creator: ov.k.username(ctx, h.Creator), Created: h.Created, Fires: h.Fires, LastFire: h.LastFire, LastError: h.LastError}
+		URL: ov.k.hookURL(h), Creator: ov.k.username(ctx, h.Creator), Created: h.Created, Fires: h.Fires, LastFire: h.LastFire, LastError: h.LastError}
 	if rec, err := ov.gadget(h.Gadget); err == nil {
 		info.GadgetName = rec.Name
 	}
@@ -681,7 +685,7 @@ type gadgetHooks struct{ a *actor }
 // info is the guest's view of h (secret: in the result of register only).
 func (gh gadgetHooks) info(h store.Hook, secret []byte) hooks.Info {
 	return hooks.Info{ID: h.ID, Binding: h.Binding, Event: h.Event, Method: h.Method, Params: h.Params, Source: h.Source,
-		URL: gh.a.ov.k.hookURL(h.ID), Secret: secret, Fires: h.Fires, Error: h.LastError}
+		URL: gh.a.ov.k.hookURL(h), Secret: secret, Fires: h.Fires, Error: h.LastError}
 }
 
 // RegisterHook implements hooks.Registry: the hook fires as the owner of the binding's account.

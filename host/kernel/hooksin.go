@@ -128,11 +128,12 @@ const hookPeerToken = "hooks"
 
 // forwardHook delivers on node, which runs the hook's workspace.
 func (k *Kernel) forwardHook(ctx context.Context, node store.NodeID, id string, header http.Header, body []byte) (HookDelivery, error) {
-	sess, err := k.cfg.Cluster.Dial(ctx, node, hookPeerToken)
+	sess, err := k.hooks.peers.get(ctx, node, func(ctx context.Context) (*capnweb.Session, error) {
+		return k.cfg.Cluster.Dial(ctx, node, hookPeerToken)
+	})
 	if err != nil {
 		return HookDelivery{}, fail(CodeMoved, "reach node %s: %v", node, err)
 	}
-	defer sess.Close()
 	h := make(map[string]any, len(header))
 	for name, vs := range header {
 		list := make([]any, len(vs))
@@ -141,7 +142,12 @@ func (k *Kernel) forwardHook(ctx context.Context, node store.NodeID, id string, 
 		}
 		h[name] = list
 	}
-	return capnweb.AwaitAs[HookDelivery](ctx, sess.Main().Call(ctx, "deliverHook", id, h, body))
+	d, err := capnweb.AwaitAs[HookDelivery](ctx, sess.Main().Call(ctx, "deliverHook", id, h, body))
+	if err != nil && sess.Err() != nil { // the session ended (the node went, or restarted)
+		k.hooks.peers.drop(node, sess)
+		return HookDelivery{}, fail(CodeMoved, "reach node %s: %v", node, err)
+	}
+	return d, err
 }
 
 // hookPeer is the main object of a peer session that forwards webhook deliveries.

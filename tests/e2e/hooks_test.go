@@ -356,8 +356,8 @@ func TestHooksEndWithTheirGadgetBindingOrAccount(t *testing.T) {
 	// A poll hook (the digest event, at least every second here) fires once the poll finds
 	// the notes added since it was registered.
 	poll := notessvc.Await(t, h.ws.Call(ctx, "registerHook", "hooker", "notes", "digest", "onEvent")).(map[string]any)
-	if poll["source"] != "poll" {
-		t.Fatalf("digest hook: %v", poll)
+	if poll["source"] != "poll" || poll["url"] != "" {
+		t.Fatalf("digest hook: %v (want source poll and no URL: only webhooks have one)", poll)
 	}
 	before := len(received(t, h.ws, "hooker"))
 	svc.AddNote(t, "polled")

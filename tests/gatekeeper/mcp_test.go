@@ -609,6 +609,12 @@ func TestMCPHookFiresGadget(t *testing.T) {
 	}
 	uri, _ := resources[0].(map[string]any)["uri"].(string)
 
+	// A hook whose params name no resource could never watch anything: refused at once, and
+	// nothing is stored.
+	refused(t, ws.Call(ctx, "registerHook", "watcher", "ev", mcpgk.HookResourceUpdated, "updated", map[string]any{}), "FAILED_PRECONDITION", `want params {"uri"`)
+	if hooks := await(t, ws.Call(ctx, "listHooks", "watcher")).([]any); len(hooks) != 0 {
+		t.Fatalf("a refused hook was stored: %v", hooks)
+	}
 	h := await(t, ws.Call(ctx, "registerHook", "watcher", "ev", mcpgk.HookResourceUpdated, "updated", map[string]any{"uri": uri})).(map[string]any)
 	if h["source"] != "notify" {
 		t.Fatalf("registerHook = %v", h)

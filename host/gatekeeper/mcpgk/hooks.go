@@ -65,6 +65,25 @@ type watch struct {
 	cn *conn // the live connection (nil between connections)
 }
 
+// CheckHook implements gatekeeper.HookWatcher: it refuses a hook whose event is not
+// HookResourceUpdated or whose params name no resource.
+func (g *guest) CheckHook(h gatekeeper.Hook) error {
+	_, err := hookParams(h)
+	return err
+}
+
+// hookParams reads the params of a HookResourceUpdated hook.
+func hookParams(h gatekeeper.Hook) (watchParams, error) {
+	if h.Event != HookResourceUpdated {
+		return watchParams{}, fmt.Errorf("%w: the MCP gatekeeper has no hook event %q", gatekeeper.ErrNoHooks, h.Event)
+	}
+	var p watchParams
+	if err := json.Unmarshal([]byte(h.Params), &p); err != nil || p.URI == "" || len(p.URI) > maxWatchURI {
+		return watchParams{}, fmt.Errorf(`hook %s: want params {"uri": "…"} naming a resource of the server (at most %d bytes), e.g. from listResources`, HookResourceUpdated, maxWatchURI)
+	}
+	return p, nil
+}
+
 // WatchHook implements gatekeeper.HookWatcher for HookResourceUpdated: it connects to the
 // server on a connection of the hook's own, subscribes to params.uri and calls fire with each
 // update's payload until stop (which unsubscribes and closes the connection) is called, ctx
@@ -72,12 +91,9 @@ type watch struct {
 // before it returns, so that a server that cannot be reached or offers no subscriptions
 // refuses the hook; later ones are made again whenever the connection ends.
 func (g *guest) WatchHook(ctx context.Context, _ uint64, h gatekeeper.Hook, fire func([]byte)) (func(), error) {
-	if h.Event != HookResourceUpdated {
-		return nil, fmt.Errorf("%w: the MCP gatekeeper has no hook event %q", gatekeeper.ErrNoHooks, h.Event)
-	}
-	var p watchParams
-	if err := json.Unmarshal([]byte(h.Params), &p); err != nil || p.URI == "" || len(p.URI) > maxWatchURI {
-		return nil, fmt.Errorf(`hook %s: want params {"uri": "…"} naming a resource of the server (at most %d bytes), e.g. from listResources`, HookResourceUpdated, maxWatchURI)
+	p, err := hookParams(h)
+	if err != nil {
+		return nil, err
 	}
 	g.mu.Lock()
 	closed := g.closed
