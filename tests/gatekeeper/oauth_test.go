@@ -347,6 +347,56 @@ func TestOAuthRefreshOn401(t *testing.T) {
 	}
 }
 
+// TestOAuthConcurrentRefresh: gadgets that hit a refused token at the same time share one
+// refresh. The provider rotates refresh tokens (a used one is refused), so two refreshes sent
+// with the same refresh token would fail the second and mark the account "reconnect": every
+// call succeeding with the account still connected shows they were one.
+func TestOAuthConcurrentRefresh(t *testing.T) {
+	ctx := context.Background()
+	e := oauthSetup(t, time.Second)
+	id := e.connectWork(t)
+	const n = 6
+	callers := []string{"caller"}
+	for i := 1; i < n; i++ {
+		name := fmt.Sprintf("caller%d", i)
+		await(t, e.ws.Call(ctx, "createGadget", name, map[string]any{"server.js": callerJS},
+			[]any{"atelier:host/log", "atelier:host/kv", "atelier:host/events", "atelier:host/bindings"}))
+		await(t, e.ws.Call(ctx, "bindGatekeeper", name, "work", id))
+		callers = append(callers, name)
+	}
+	access, refresh := e.tokens(t, id)
+	e.revoke(t, access)
+	calls := make([]*capnweb.Promise, n)
+	for i, name := range callers {
+		calls[i] = e.ws.Call(ctx, "gadget", name).Call(ctx, "connect").Call(ctx, "call", "work", "fetch",
+			[]any{"GET", e.rs.URL + "/api/notebooks/work/whoami", map[string]any{}, ""})
+	}
+	for i, p := range calls {
+		res, err := p.Await(ctx)
+		var f fetched
+		b, _ := json.Marshal(res)
+		if s, ok := res.(string); ok {
+			b = []byte(s)
+		}
+		if json.Unmarshal(b, &f); err != nil || f.Status != 200 {
+			t.Fatalf("%s's call after the token was refused = %v, %v; want 200 after one shared refresh", callers[i], res, err)
+		}
+	}
+	acct, list := e.account(t, e.rs.URL+"/notebooks/work")
+	if acct["state"] != nil {
+		t.Fatalf("listAccounts = %s, want the account still connected", list)
+	}
+	access2, refresh2 := e.tokens(t, id)
+	if access2 == access || refresh2 == refresh {
+		t.Fatal("the tokens were not refreshed")
+	}
+	// A call refused with the old token and finding a newer one sealed uses it without
+	// refreshing again: one refresh, one new token for all.
+	if accepted, refused := e.rs.Counts(); accepted != 1 || refused < 1 {
+		t.Fatalf("the resource server accepted %d distinct tokens and refused %d requests, want 1 token (one refresh) and at least one refusal", accepted, refused)
+	}
+}
+
 // TestOAuthReconnect: when the provider no longer accepts the refresh token, the account is
 // marked "reconnect" and calls fail saying so; connecting it again restores the same account.
 func TestOAuthReconnect(t *testing.T) {
