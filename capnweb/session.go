@@ -86,7 +86,9 @@ type Session struct {
 	outq        [][]byte      // messages waiting to be written (nil: flush marker)
 	spare       [][]byte      // the previous queue, reused by the writer
 	writing     bool          // a goroutine holds the writer role (see writeQueued)
+	unflushed   bool          // the read loop left part of a write to the writer goroutine
 	direct      bool          // other goroutines than the writer may write (see releaseFlush)
+	watched     bool          // the read loop writes before it waits (see readLoop)
 	holds       int           // flush holds (see holdFlush)
 	wake        chan struct{} // wakes the writer goroutine
 	broken      map[int]func(error)
@@ -271,8 +273,42 @@ func (s *Session) flush() {
 	}
 }
 
+// readWatcher is implemented by transports that can tell when their reader is about to wait
+// for the peer (a server's TCP WebSocket).
+type readWatcher interface {
+	// watchReads arranges for idle to run when a ReadMessage is about to wait for the peer and
+	// busy when the wait is over, and reports whether it can.
+	watchReads(idle, busy func()) bool
+}
+
+// waitlessWriter is implemented by transports that can write without waiting for the peer.
+type waitlessWriter interface {
+	// tryWriteMessages writes what the connection takes at once and keeps the rest for the
+	// next write. taken is false when it could not start (another write is in progress);
+	// complete is false when something is left.
+	tryWriteMessages(msgs [][]byte) (taken, complete bool, err error)
+	// flushPending writes what tryWriteMessages left, waiting for the peer as needed.
+	flushPending() error
+}
+
+// readerFlushBatch is how many messages may wait for the read loop's next flush: a peer that
+// keeps the socket full gets its answers at least this often.
+const readerFlushBatch = 128
+
+// readLoop reads and handles messages. When the transport tells it when it is about to wait
+// for the peer (readWatcher) and can write without waiting (waitlessWriter), the read loop holds
+// a flush hold while it works and, before each wait, writes everything queued meanwhile without
+// waiting itself: the answers to a burst of messages leave in one write, from the goroutine that
+// is running anyway, and the writer goroutine is woken only when the socket is full.
 func (s *Session) readLoop() {
 	defer s.wg.Done()
+	_, canWrite := s.tr.(waitlessWriter)
+	rw, _ := s.tr.(readWatcher)
+	if s.direct && canWrite && rw != nil && rw.watchReads(s.readerIdle, s.holdFlush) {
+		s.holdFlush()
+		defer s.releaseFlush(false)
+		s.watched = true
+	}
 	for {
 		data, err := s.tr.ReadMessage()
 		if err != nil {
@@ -289,11 +325,57 @@ func (s *Session) readLoop() {
 			return
 		}
 		s.mu.Lock()
-		closed := s.closed
-		s.mu.Unlock()
-		if closed {
+		if s.closed {
+			s.mu.Unlock()
 			return
 		}
+		if s.watched && len(s.outq) >= readerFlushBatch {
+			s.holds--
+			s.writeWaitlessLocked()
+			s.holdFlush()
+		} else {
+			s.mu.Unlock()
+		}
+	}
+}
+
+// readerIdle runs when the read loop is about to wait for the peer: it ends the read loop's
+// flush hold and writes what is queued.
+func (s *Session) readerIdle() {
+	s.mu.Lock()
+	s.holds--
+	s.writeWaitlessLocked()
+}
+
+// writeWaitlessLocked writes the queue without waiting for the peer, unless a flush hold or a
+// writer will; s.mu must be held and is unlocked. What the socket does not take at once, and
+// what was queued meanwhile, is left to the writer goroutine, so that a stalled peer never
+// stops the read loop.
+func (s *Session) writeWaitlessLocked() {
+	if s.holds > 0 || s.writing || len(s.outq) == 0 || s.closed {
+		s.mu.Unlock()
+		return
+	}
+	q := s.outq
+	s.outq, s.spare = s.spare[:0], nil
+	s.writing = true
+	s.mu.Unlock()
+	taken, complete, err := s.tr.(waitlessWriter).tryWriteMessages(q)
+	s.mu.Lock()
+	s.writing = false
+	if taken {
+		clear(q)
+		s.spare = q[:0]
+		s.unflushed = !complete
+	} else {
+		s.outq = append(q, s.outq...)
+	}
+	if !complete || len(s.outq) > 0 {
+		s.wakeWriterLocked()
+	}
+	s.mu.Unlock()
+	if err != nil {
+		s.shutdown(&Error{Name: "Error", Message: err.Error()}, false)
 	}
 }
 
@@ -303,19 +385,26 @@ func (s *Session) writeLoop() {
 	defer s.wg.Done()
 	for {
 		s.mu.Lock()
-		for s.writing || (len(s.outq) == 0 && !s.closed) {
+		for s.writing || (len(s.outq) == 0 && !s.unflushed && !s.closed) {
 			s.mu.Unlock()
 			<-s.wake
 			s.mu.Lock()
 		}
-		if len(s.outq) == 0 {
+		if len(s.outq) == 0 && !s.unflushed {
 			reason := s.err
 			s.mu.Unlock()
 			_ = s.tr.Close(reason)
 			return
 		}
 		s.writing = true
+		unflushed := s.unflushed
+		s.unflushed = false
 		s.mu.Unlock()
+		if unflushed {
+			if err := s.tr.(waitlessWriter).flushPending(); err != nil {
+				s.shutdown(&Error{Name: "Error", Message: err.Error()}, false)
+			}
+		}
 		s.writeQueued()
 	}
 }
