@@ -89,6 +89,8 @@ type Session struct {
 	unflushed   bool          // the read loop left part of a write to the writer goroutine
 	direct      bool          // other goroutines than the writer may write (see releaseFlush)
 	watched     bool          // the read loop writes before it waits (see readLoop)
+	readerBusy  bool          // a watched read loop is working, not waiting for the peer
+	inlineQ     []*callQueue  // queues of Inline targets the read loop runs after its message
 	holds       int           // flush holds (see holdFlush)
 	wake        chan struct{} // wakes the writer goroutine
 	broken      map[int]func(error)
@@ -304,11 +306,17 @@ func (s *Session) readLoop() {
 	defer s.wg.Done()
 	_, canWrite := s.tr.(waitlessWriter)
 	rw, _ := s.tr.(readWatcher)
-	if s.direct && canWrite && rw != nil && rw.watchReads(s.readerIdle, s.holdFlush) {
-		s.holdFlush()
-		defer s.releaseFlush(false)
+	if s.direct && canWrite && rw != nil && rw.watchReads(s.readerIdle, s.readerWorks) {
 		s.watched = true
+		s.readerWorks()
 	}
+	s.readMessages()
+}
+
+// readMessages is the read loop proper. It returns when the session ends, or when a call it
+// runs (of an Inline target) hands the reading over to a new goroutine (handOverReading).
+func (s *Session) readMessages() {
+	var spare []*callQueue // the previous inlineQ, reused
 	for {
 		data, err := s.tr.ReadMessage()
 		if err != nil {
@@ -318,17 +326,22 @@ func (s *Session) readLoop() {
 			} else {
 				s.shutdown(&Error{Name: "Error", Message: err.Error()}, false)
 			}
+			s.stopReading()
 			return
 		}
 		if err := s.handleMessage(data); err != nil {
 			s.shutdown(err, true)
+			s.stopReading()
 			return
 		}
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
+			s.stopReading()
 			return
 		}
+		runs := s.inlineQ
+		s.inlineQ, spare = spare[:0], nil
 		if s.watched && len(s.outq) >= readerFlushBatch {
 			s.holds--
 			s.writeWaitlessLocked()
@@ -336,15 +349,87 @@ func (s *Session) readLoop() {
 		} else {
 			s.mu.Unlock()
 		}
+		for i, q := range runs {
+			if !q.runOn(s) {
+				for _, rest := range runs[i+1:] {
+					goWork(rest.run)
+				}
+				return
+			}
+		}
+		clear(runs)
+		spare = runs
 	}
 }
 
+// queueInline queues q, the call queue of an Inline target, to run on the read loop after the
+// message it handles, and reports whether it could (the read loop is working, not waiting).
+func (s *Session) queueInline(q *callQueue) bool {
+	s.mu.Lock()
+	ok := s.readerBusy && !s.closed
+	if ok {
+		s.inlineQ = append(s.inlineQ, q)
+	}
+	s.mu.Unlock()
+	return ok
+}
+
+// handOverReading starts a new goroutine that goes on reading, for a call of an Inline target
+// on the read loop that is about to wait. The read loop's state (its flush hold, the queues to
+// run inline) passes to the new goroutine.
+func (s *Session) handOverReading() {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.readMessages()
+	}()
+}
+
+// readerWorks runs when a watched read loop starts working: until readerIdle, it holds a flush
+// hold and may run calls of Inline targets.
+func (s *Session) readerWorks() {
+	s.mu.Lock()
+	s.holds++
+	s.readerBusy = true
+	s.mu.Unlock()
+}
+
 // readerIdle runs when the read loop is about to wait for the peer: it ends the read loop's
-// flush hold and writes what is queued.
+// flush hold, writes what is queued and hands the inline queues left to pooled goroutines.
 func (s *Session) readerIdle() {
 	s.mu.Lock()
 	s.holds--
+	s.readerBusy = false
+	runs := s.takeInlineLocked()
 	s.writeWaitlessLocked()
+	for _, q := range runs {
+		goWork(q.run)
+	}
+}
+
+// stopReading releases what a watched read loop holds when it ends.
+func (s *Session) stopReading() {
+	if !s.watched {
+		return
+	}
+	s.mu.Lock()
+	s.readerBusy = false
+	runs := s.takeInlineLocked()
+	s.mu.Unlock()
+	for _, q := range runs {
+		goWork(q.run)
+	}
+	s.releaseFlush(false)
+}
+
+// takeInlineLocked empties the inline queue and returns what it held; s.mu must be held.
+func (s *Session) takeInlineLocked() []*callQueue {
+	if len(s.inlineQ) == 0 {
+		return nil
+	}
+	runs := s.inlineQ
+	s.inlineQ = nil
+	return runs
 }
 
 // writeWaitlessLocked writes the queue without waiting for the peer, unless a flush hold or a
