@@ -503,7 +503,7 @@ type callQueue struct {
 // turn is a running call's hold on its queue.
 type turn struct {
 	q      *callQueue
-	state  atomic.Int32             // 0 holding, 1 released early, 2 finished
+	state  atomic.Int32            // 0 holding, 1 released early, 2 finished
 	reader atomic.Pointer[Session] // set while the call runs on this session's read loop
 }
 
