@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 	"syscall"
 	"unsafe"
 )
@@ -23,6 +24,16 @@ type rawConn struct {
 	net.Conn
 	rc         syscall.RawConn
 	idle, busy func() // see onReadWait; nil until set
+
+	// The state of the Read in progress (one at a time: the session reads from one goroutine)
+	// and of the tryWrite in progress (one at a time: wmu), kept here so that the functions
+	// passed to rc are made once rather than as closures per call.
+	readFn, writeFn func(fd uintptr) bool
+	wmu             sync.Mutex
+	rp, wp          []byte
+	rn, wn          int
+	rerr, werr      syscall.Errno
+	waited          bool
 }
 
 // newRawConn wraps c if it is a plain TCP connection; otherwise (TLS, a test's pipe) it
@@ -36,7 +47,9 @@ func newRawConn(c net.Conn) *rawConn {
 	if err != nil {
 		return nil
 	}
-	return &rawConn{Conn: c, rc: rc}
+	c2 := &rawConn{Conn: c, rc: rc}
+	c2.readFn, c2.writeFn = c2.readOnce, c2.writeOnce
+	return c2
 }
 
 // onReadWait sets the functions called when a Read finds no data and is about to wait for the
@@ -49,27 +62,11 @@ func (c *rawConn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	var n int
-	var errno syscall.Errno
-	waited := false
-	err := c.rc.Read(func(fd uintptr) bool {
-		for {
-			r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-			switch e {
-			case syscall.EINTR:
-				continue
-			case syscall.EAGAIN:
-				if !waited && c.idle != nil {
-					waited = true
-					c.idle()
-				}
-				return false // wait until the socket is readable
-			}
-			n, errno = int(r), e
-			return true
-		}
-	})
-	if waited && c.busy != nil {
+	c.rp, c.rn, c.rerr, c.waited = p, 0, 0, false
+	err := c.rc.Read(c.readFn)
+	n, errno := c.rn, c.rerr
+	c.rp = nil
+	if c.waited && c.busy != nil {
 		c.busy()
 	}
 	switch {
@@ -81,6 +78,25 @@ func (c *rawConn) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	return n, nil
+}
+
+// readOnce is Read's function for rc.Read: one read, or false to wait for the socket.
+func (c *rawConn) readOnce(fd uintptr) bool {
+	for {
+		r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&c.rp[0])), uintptr(len(c.rp)))
+		switch e {
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			if !c.waited && c.idle != nil {
+				c.waited = true
+				c.idle()
+			}
+			return false // wait until the socket is readable
+		}
+		c.rn, c.rerr = int(r), e
+		return true
+	}
 }
 
 // Write writes p, waiting for room in the socket's buffer if needed.
@@ -98,24 +114,12 @@ func (c *rawConn) tryWrite(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	var n int
-	var errno syscall.Errno
-	err := c.rc.Write(func(fd uintptr) bool {
-		for {
-			r, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-			switch e {
-			case syscall.EINTR:
-				continue
-			case syscall.EAGAIN:
-				return true // full: the caller decides whether to wait
-			case 0:
-				n = int(r)
-			default:
-				errno = e
-			}
-			return true
-		}
-	})
+	c.wmu.Lock()
+	c.wp, c.wn, c.werr = p, 0, 0
+	err := c.rc.Write(c.writeFn)
+	n, errno := c.wn, c.werr
+	c.wp = nil
+	c.wmu.Unlock()
 	switch {
 	case err != nil:
 		return 0, err
@@ -123,6 +127,23 @@ func (c *rawConn) tryWrite(p []byte) (int, error) {
 		return 0, c.opError("write", errno)
 	}
 	return n, nil
+}
+
+// writeOnce is tryWrite's function for rc.Write: one write, never waiting.
+func (c *rawConn) writeOnce(fd uintptr) bool {
+	for {
+		r, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&c.wp[0])), uintptr(len(c.wp)))
+		switch e {
+		case syscall.EINTR:
+			continue
+		case 0:
+			c.wn = int(r)
+		case syscall.EAGAIN: // full: the caller decides whether to wait
+		default:
+			c.werr = e
+		}
+		return true
+	}
 }
 
 // opError describes a failed system call as the net package does.

@@ -783,6 +783,12 @@ func (s *Session) handlePull(id int64) error {
 		s.sendResolution(id, e, nil, TypeError("export %d is not a promise", id))
 		return nil
 	}
+	if ph, ok := e.hook.(*promiseHook); ok {
+		if done, v, err := ph.outcome(); done { // without a func value for whenSettled
+			s.sendResolution(id, e, v, err)
+			return nil
+		}
+	}
 	e.hook.whenSettled(func(v any, err error) { s.sendResolution(id, e, v, err) })
 	return nil
 }

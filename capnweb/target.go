@@ -451,7 +451,8 @@ func analyzeFunc(t reflect.Type, first int) *funcInfo {
 // canonicalizes the result. Missing arguments are zero values; extra arguments are ignored, as
 // in JavaScript.
 func callFunc(ctx context.Context, s *Session, fn, recv reflect.Value, fi *funcInfo, args []any) (any, error) {
-	in := make([]reflect.Value, 0, len(fi.params)+2)
+	var small [6]reflect.Value
+	in := small[:0]
 	if recv.IsValid() {
 		in = append(in, recv)
 	}
