@@ -56,9 +56,11 @@ type Stats struct {
 }
 
 // Session is one Cap'n Web connection between two peers. A single goroutine reads messages and
-// starts work in arrival order; handlers run on pooled goroutines, never on the reader. Writes
-// are made by one goroutine at a time, taking every queued message: the writer goroutine, or a
-// handler goroutine sending its call's result (which saves a hand-over per call).
+// starts work in arrival order; handlers run on pooled goroutines, not on the reader, except
+// those of Inline targets. Writes are made by one goroutine at a time, taking every queued
+// message: the writer goroutine, a handler goroutine sending its call's result (which saves a
+// hand-over per call), or a server WebSocket's read loop right before it waits for the peer,
+// without waiting itself (see readLoop).
 type Session struct {
 	tr     Transport
 	opts   Options

@@ -42,7 +42,8 @@ type Disposer interface {
 // while one runs the session reads nothing, so a slow method delays every call of the session.
 // A method that awaits a promise (with its handler context), calls Unblock or reads or writes a
 // stream hands the reading to a new goroutine first, so it may still call back into the peer.
-// CallsInline is not an RPC method.
+// It must not call Session.Close, which waits for the read loop. CallsInline is not an RPC
+// method.
 type Inline interface {
 	// CallsInline reports whether the target's calls may run on the read loop.
 	CallsInline() bool
