@@ -36,8 +36,10 @@
 // the session no longer references them.
 //
 // Ordering: calls on one target start in arrival order and run one at a time, until the
-// handler returns, awaits a promise (Promise.Await) or calls Unblock. Handlers never run on the
-// session's read loop, so a handler may call back into the peer.
+// handler returns, awaits a promise (Promise.Await) or calls Unblock. Handlers run on pooled
+// goroutines, not on the session's read loop, so a handler may call back into the peer; only the
+// calls of a target that implements Inline (methods that never wait) run on the read loop of a
+// server's WebSocket session, and hand the reading to a new goroutine if they await after all.
 //
 // # Calling
 //

@@ -57,7 +57,7 @@ func (s *Session) settle(ctx context.Context) error {
 	defer tick.Stop()
 	for {
 		s.mu.Lock()
-		idle := s.closed || s.pending == 0 && s.obligations <= 0 && len(s.outq) == 0 && !s.writing
+		idle := s.closed || s.pending == 0 && s.obligations <= 0 && len(s.outq) == 0 && !s.writing && !s.unflushed
 		s.mu.Unlock()
 		if idle {
 			return nil

@@ -74,7 +74,22 @@ func (p *promiseHook) resolveWith(v any, err error) {
 		p.settle(nil, err)
 		return
 	}
+	if !hasPromises(v) {
+		p.settle(v, nil) // without making p.settle a func value
+		return
+	}
 	awaitAll(v, p.settle)
+}
+
+// outcome returns the outcome of a promise that has settled and delivered it to every waiter
+// (v is borrowed, as whenSettled's), and whether it has.
+func (p *promiseHook) outcome() (done bool, v any, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.settled || p.delivering {
+		return false, nil, nil
+	}
+	return true, p.val, p.err
 }
 
 func (p *promiseHook) whenSettled(cb func(any, error)) {

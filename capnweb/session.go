@@ -56,9 +56,11 @@ type Stats struct {
 }
 
 // Session is one Cap'n Web connection between two peers. A single goroutine reads messages and
-// starts work in arrival order; handlers run on pooled goroutines, never on the reader. Writes
-// are made by one goroutine at a time, taking every queued message: the writer goroutine, or a
-// handler goroutine sending its call's result (which saves a hand-over per call).
+// starts work in arrival order; handlers run on pooled goroutines, not on the reader, except
+// those of Inline targets. Writes are made by one goroutine at a time, taking every queued
+// message: the writer goroutine, a handler goroutine sending its call's result (which saves a
+// hand-over per call), or a server WebSocket's read loop right before it waits for the peer,
+// without waiting itself (see readLoop).
 type Session struct {
 	tr     Transport
 	opts   Options
@@ -86,7 +88,11 @@ type Session struct {
 	outq        [][]byte      // messages waiting to be written (nil: flush marker)
 	spare       [][]byte      // the previous queue, reused by the writer
 	writing     bool          // a goroutine holds the writer role (see writeQueued)
+	unflushed   bool          // the read loop left part of a write to the writer goroutine
 	direct      bool          // other goroutines than the writer may write (see releaseFlush)
+	watched     bool          // the read loop writes before it waits (see readLoop)
+	readerBusy  bool          // a watched read loop is working, not waiting for the peer
+	inlineQ     []*callQueue  // queues of Inline targets the read loop runs after its message
 	holds       int           // flush holds (see holdFlush)
 	wake        chan struct{} // wakes the writer goroutine
 	broken      map[int]func(error)
@@ -271,8 +277,48 @@ func (s *Session) flush() {
 	}
 }
 
+// readWatcher is implemented by transports that can tell when their reader is about to wait
+// for the peer (a server's TCP WebSocket).
+type readWatcher interface {
+	// watchReads arranges for idle to run when a ReadMessage is about to wait for the peer and
+	// busy when the wait is over, and reports whether it can.
+	watchReads(idle, busy func()) bool
+}
+
+// waitlessWriter is implemented by transports that can write without waiting for the peer.
+type waitlessWriter interface {
+	// tryWriteMessages writes what the connection takes at once and keeps the rest for the
+	// next write. taken is false when it could not start (another write is in progress);
+	// complete is false when something is left.
+	tryWriteMessages(msgs [][]byte) (taken, complete bool, err error)
+	// flushPending writes what tryWriteMessages left, waiting for the peer as needed.
+	flushPending() error
+}
+
+// readerFlushBatch is how many messages may wait for the read loop's next flush: a peer that
+// keeps the socket full gets its answers at least this often.
+const readerFlushBatch = 128
+
+// readLoop reads and handles messages. When the transport tells it when it is about to wait
+// for the peer (readWatcher) and can write without waiting (waitlessWriter), the read loop holds
+// a flush hold while it works and, before each wait, writes everything queued meanwhile without
+// waiting itself: the answers to a burst of messages leave in one write, from the goroutine that
+// is running anyway, and the writer goroutine is woken only when the socket is full.
 func (s *Session) readLoop() {
 	defer s.wg.Done()
+	_, canWrite := s.tr.(waitlessWriter)
+	rw, _ := s.tr.(readWatcher)
+	if s.direct && canWrite && rw != nil && rw.watchReads(s.readerIdle, s.readerWorks) {
+		s.watched = true
+		s.readerWorks()
+	}
+	s.readMessages()
+}
+
+// readMessages is the read loop proper. It returns when the session ends, or when a call it
+// runs (of an Inline target) hands the reading over to a new goroutine (handOverReading).
+func (s *Session) readMessages() {
+	var spare []*callQueue // the previous inlineQ, reused
 	for {
 		data, err := s.tr.ReadMessage()
 		if err != nil {
@@ -282,18 +328,141 @@ func (s *Session) readLoop() {
 			} else {
 				s.shutdown(&Error{Name: "Error", Message: err.Error()}, false)
 			}
+			s.stopReading()
 			return
 		}
 		if err := s.handleMessage(data); err != nil {
 			s.shutdown(err, true)
+			s.stopReading()
 			return
 		}
 		s.mu.Lock()
-		closed := s.closed
-		s.mu.Unlock()
-		if closed {
+		if s.closed {
+			s.mu.Unlock()
+			s.stopReading()
 			return
 		}
+		runs := s.inlineQ
+		s.inlineQ, spare = spare[:0], nil
+		if s.watched && len(s.outq) >= readerFlushBatch {
+			s.holds--
+			s.writeWaitlessLocked()
+			s.holdFlush()
+		} else {
+			s.mu.Unlock()
+		}
+		for i, q := range runs {
+			if !q.runOn(s) {
+				for _, rest := range runs[i+1:] {
+					goWork(rest.run)
+				}
+				return
+			}
+		}
+		clear(runs)
+		spare = runs
+	}
+}
+
+// queueInline queues q, the call queue of an Inline target, to run on the read loop after the
+// message it handles, and reports whether it could (the read loop is working, not waiting).
+func (s *Session) queueInline(q *callQueue) bool {
+	s.mu.Lock()
+	ok := s.readerBusy && !s.closed
+	if ok {
+		s.inlineQ = append(s.inlineQ, q)
+	}
+	s.mu.Unlock()
+	return ok
+}
+
+// handOverReading starts a new goroutine that goes on reading, for a call of an Inline target
+// on the read loop that is about to wait. The read loop's state (its flush hold, the queues to
+// run inline) passes to the new goroutine.
+func (s *Session) handOverReading() {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.readMessages()
+	}()
+}
+
+// readerWorks runs when a watched read loop starts working: until readerIdle, it holds a flush
+// hold and may run calls of Inline targets.
+func (s *Session) readerWorks() {
+	s.mu.Lock()
+	s.holds++
+	s.readerBusy = true
+	s.mu.Unlock()
+}
+
+// readerIdle runs when the read loop is about to wait for the peer: it ends the read loop's
+// flush hold, writes what is queued and hands the inline queues left to pooled goroutines.
+func (s *Session) readerIdle() {
+	s.mu.Lock()
+	s.holds--
+	s.readerBusy = false
+	runs := s.takeInlineLocked()
+	s.writeWaitlessLocked()
+	for _, q := range runs {
+		goWork(q.run)
+	}
+}
+
+// stopReading releases what a watched read loop holds when it ends.
+func (s *Session) stopReading() {
+	if !s.watched {
+		return
+	}
+	s.mu.Lock()
+	s.readerBusy = false
+	runs := s.takeInlineLocked()
+	s.mu.Unlock()
+	for _, q := range runs {
+		goWork(q.run)
+	}
+	s.releaseFlush(false)
+}
+
+// takeInlineLocked empties the inline queue and returns what it held; s.mu must be held.
+func (s *Session) takeInlineLocked() []*callQueue {
+	if len(s.inlineQ) == 0 {
+		return nil
+	}
+	runs := s.inlineQ
+	s.inlineQ = nil
+	return runs
+}
+
+// writeWaitlessLocked writes the queue without waiting for the peer, unless a flush hold or a
+// writer will; s.mu must be held and is unlocked. What the socket does not take at once, and
+// what was queued meanwhile, is left to the writer goroutine, so that a stalled peer never
+// stops the read loop.
+func (s *Session) writeWaitlessLocked() {
+	if s.holds > 0 || s.writing || len(s.outq) == 0 || s.closed {
+		s.mu.Unlock()
+		return
+	}
+	q := s.outq
+	s.outq, s.spare = s.spare[:0], nil
+	s.writing = true
+	s.mu.Unlock()
+	taken, complete, err := s.tr.(waitlessWriter).tryWriteMessages(q)
+	s.mu.Lock()
+	s.writing = false
+	if taken {
+		clear(q)
+		s.spare = q[:0]
+		s.unflushed = !complete
+	} else {
+		s.outq = append(q, s.outq...)
+	}
+	if !complete || len(s.outq) > 0 {
+		s.wakeWriterLocked()
+	}
+	s.mu.Unlock()
+	if err != nil {
+		s.shutdown(&Error{Name: "Error", Message: err.Error()}, false)
 	}
 }
 
@@ -303,19 +472,26 @@ func (s *Session) writeLoop() {
 	defer s.wg.Done()
 	for {
 		s.mu.Lock()
-		for s.writing || (len(s.outq) == 0 && !s.closed) {
+		for s.writing || (len(s.outq) == 0 && !s.unflushed && !s.closed) {
 			s.mu.Unlock()
 			<-s.wake
 			s.mu.Lock()
 		}
-		if len(s.outq) == 0 {
+		if len(s.outq) == 0 && !s.unflushed {
 			reason := s.err
 			s.mu.Unlock()
 			_ = s.tr.Close(reason)
 			return
 		}
 		s.writing = true
+		unflushed := s.unflushed
+		s.unflushed = false
 		s.mu.Unlock()
+		if unflushed {
+			if err := s.tr.(waitlessWriter).flushPending(); err != nil {
+				s.shutdown(&Error{Name: "Error", Message: err.Error()}, false)
+			}
+		}
 		s.writeQueued()
 	}
 }
@@ -608,6 +784,12 @@ func (s *Session) handlePull(id int64) error {
 	if !e.promise {
 		s.sendResolution(id, e, nil, TypeError("export %d is not a promise", id))
 		return nil
+	}
+	if ph, ok := e.hook.(*promiseHook); ok {
+		if done, v, err := ph.outcome(); done { // without a func value for whenSettled
+			s.sendResolution(id, e, v, err)
+			return nil
+		}
 	}
 	e.hook.whenSettled(func(v any, err error) { s.sendResolution(id, e, v, err) })
 	return nil

@@ -127,6 +127,7 @@ func (p *pipeSink) put(ctx context.Context, it pipeItem) error {
 		p.finished = true
 	}
 	p.mu.Unlock()
+	leaveReadLoop(ctx)
 	select {
 	case p.items <- it:
 		return nil
@@ -137,6 +138,7 @@ func (p *pipeSink) put(ctx context.Context, it pipeItem) error {
 }
 
 func (p *pipeSink) read(ctx context.Context) (any, error) {
+	leaveReadLoop(ctx)
 	select {
 	case it := <-p.items:
 		return it.v, it.err

@@ -35,6 +35,20 @@ type Disposer interface {
 	Dispose()
 }
 
+// Inline is implemented by targets whose methods return promptly without waiting for anything:
+// no I/O, no lock that another call may hold for long, no stream reads or writes. When
+// CallsInline returns true, calls from the peer of a server's WebSocket session run on the
+// session's read loop instead of a pooled goroutine, which saves a goroutine hand-over per call;
+// while one runs the session reads nothing, so a slow method delays every call of the session.
+// A method that awaits a promise (with its handler context), calls Unblock or reads or writes a
+// stream hands the reading to a new goroutine first, so it may still call back into the peer.
+// It must not call Session.Close, which waits for the read loop. CallsInline is not an RPC
+// method.
+type Inline interface {
+	// CallsInline reports whether the target's calls may run on the read loop.
+	CallsInline() bool
+}
+
 // isTarget reports whether v is passed by reference.
 func isTarget(v any) bool {
 	switch v.(type) {
@@ -54,6 +68,7 @@ type localTarget struct {
 	fn      reflect.Value // set for funcs and bound methods
 	methods map[string]*methodInfo
 	recv    reflect.Value
+	inline  bool // calls may run on the session's read loop (Inline)
 
 	mu   sync.Mutex
 	refs int
@@ -79,6 +94,9 @@ func newLocalTarget(s *Session, v any) (*localTarget, error) {
 		s.mu.Unlock()
 	}
 	lt := &localTarget{s: s, val: v, refs: 1}
+	if in, ok := v.(Inline); ok {
+		lt.inline = in.CallsInline()
+	}
 	switch {
 	case rv.Kind() == reflect.Func:
 		lt.fn = rv
@@ -337,7 +355,7 @@ func methodsOf(t reflect.Type) map[string]*methodInfo {
 	out := map[string]*methodInfo{}
 	for i := range t.NumMethod() {
 		m := t.Method(i)
-		if !m.IsExported() || m.Name == "Dispose" || hidden[m.Name] {
+		if !m.IsExported() || m.Name == "Dispose" || m.Name == "CallsInline" || hidden[m.Name] {
 			continue
 		}
 		fi := analyzeFunc(m.Type, 1) // skip the receiver
@@ -434,7 +452,8 @@ func analyzeFunc(t reflect.Type, first int) *funcInfo {
 // canonicalizes the result. Missing arguments are zero values; extra arguments are ignored, as
 // in JavaScript.
 func callFunc(ctx context.Context, s *Session, fn, recv reflect.Value, fi *funcInfo, args []any) (any, error) {
-	in := make([]reflect.Value, 0, len(fi.params)+2)
+	var small [6]reflect.Value
+	in := small[:0]
 	if recv.IsValid() {
 		in = append(in, recv)
 	}
@@ -485,8 +504,9 @@ type callQueue struct {
 
 // turn is a running call's hold on its queue.
 type turn struct {
-	q     *callQueue
-	state atomic.Int32 // 0 holding, 1 released early, 2 finished
+	q      *callQueue
+	state  atomic.Int32            // 0 holding, 1 released early, 2 finished
+	reader atomic.Pointer[Session] // set while the call runs on this session's read loop
 }
 
 type turnKey struct{}
@@ -502,7 +522,7 @@ func (q *callQueue) push(c *localCall) {
 	start := !q.running
 	q.running = true
 	q.mu.Unlock()
-	if start {
+	if start && !(c.lt.inline && c.lt.s != nil && c.lt.s.queueInline(q)) {
 		goWork(q.run)
 	}
 }
@@ -525,22 +545,43 @@ func (q *callQueue) stopIfEmptyLocked() bool {
 	return true
 }
 
-func (q *callQueue) run() {
+// run runs the queue's calls on a pooled goroutine.
+func (q *callQueue) run() { q.runOn(nil) }
+
+// runOn runs the queue's calls one after another until none waits or one gives up its turn
+// early. With a session, it runs on that session's read loop, and reports whether it still does
+// when it returns: a call that hands the reading to a new goroutine (leaveReader) goes on as
+// on a pooled goroutine.
+func (q *callQueue) runOn(reader *Session) (stillReading bool) {
 	for {
 		q.mu.Lock()
 		if q.stopIfEmptyLocked() {
 			q.mu.Unlock()
-			return
+			return reader != nil
 		}
 		c := q.items[q.head]
 		q.items[q.head] = nil
 		q.head++
 		q.mu.Unlock()
 		c.turn.q = q
-		c.run()
-		if !c.turn.state.CompareAndSwap(0, 2) {
-			return // released early: another goroutine runs the rest of the queue
+		if reader != nil {
+			c.turn.reader.Store(reader)
 		}
+		c.run()
+		if reader != nil && c.turn.reader.Swap(nil) == nil {
+			reader = nil // the call handed the reading over
+		}
+		if !c.turn.state.CompareAndSwap(0, 2) {
+			return reader != nil // released early: another goroutine runs the rest of the queue
+		}
+	}
+}
+
+// leaveReader hands the session's reading to a new goroutine if the call runs on the read loop,
+// so that it may wait for the peer.
+func (t *turn) leaveReader() {
+	if s := t.reader.Swap(nil); s != nil {
+		s.handOverReading()
 	}
 }
 
@@ -548,6 +589,7 @@ func (q *callQueue) run() {
 // none waits, the queue stops running and the next push starts it (a worker woken only to find
 // the queue empty would cost a goroutine hand-over per call).
 func (t *turn) release() {
+	t.leaveReader()
 	if !t.state.CompareAndSwap(0, 1) {
 		return
 	}
@@ -568,5 +610,13 @@ func Unblock(ctx context.Context) { unblock(ctx) }
 func unblock(ctx context.Context) {
 	if t, ok := ctx.Value(turnKey{}).(*turn); ok {
 		t.release()
+	}
+}
+
+// leaveReadLoop hands the session's reading to a new goroutine if ctx is a handler's running on
+// the read loop, keeping the handler's turn: call it before waiting for the peer.
+func leaveReadLoop(ctx context.Context) {
+	if t, ok := ctx.Value(turnKey{}).(*turn); ok {
+		t.leaveReader()
 	}
 }

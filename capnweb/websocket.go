@@ -1,6 +1,7 @@
 package capnweb
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -26,6 +27,9 @@ const (
 	closeTimeout     = time.Second
 	// keepBufferSize is the largest read or write buffer kept for the next message.
 	keepBufferSize = 64 << 10
+	// readBufferSize is the size of a server connection's read buffer: one read takes up to
+	// this much of what the peer sent.
+	readBufferSize = 4096
 )
 
 // wsTransport carries messages as WebSocket text frames, with ping/pong keepalive. gorilla reads
@@ -35,7 +39,8 @@ const (
 type wsTransport struct {
 	c         *websocket.Conn
 	nc        net.Conn
-	client    bool // frames are masked
+	raw       *rawConn // nc, when it is a server's plain TCP connection
+	client    bool     // frames are masked
 	keepAlive time.Duration
 	done      chan struct{}
 	once      sync.Once
@@ -46,6 +51,7 @@ type wsTransport struct {
 
 	wmu           sync.Mutex // serializes writes to nc; guards the fields below
 	wbuf          []byte
+	pending       []byte // frames a write that could not wait left unwritten (tryWriteMessages)
 	writeDeadline time.Time
 	closeSent     bool
 
@@ -64,6 +70,7 @@ func newWSTransport(c *websocket.Conn, client bool, keepAlive time.Duration, max
 		keepAlive = defaultKeepAlive
 	}
 	t := &wsTransport{c: c, nc: c.NetConn(), client: client, keepAlive: keepAlive, done: make(chan struct{})}
+	t.raw, _ = t.nc.(*rawConn)
 	c.SetReadLimit(int64(maxMessage))
 	c.SetPingHandler(func(data string) error {
 		t.queueControl(websocket.PongMessage, []byte(data))
@@ -215,16 +222,81 @@ func (t *wsTransport) writeMessages(msgs [][]byte) error {
 	return err
 }
 
-// writeLocked writes frames to the connection within about timeout; t.wmu must be held. Moving
-// the deadline costs a timer update, so it is only moved when less than half the timeout is
-// left.
+// watchReads implements readWatcher: on a server's TCP connection, idle runs when the reader
+// is about to wait for the peer and busy when the wait is over.
+func (t *wsTransport) watchReads(idle, busy func()) bool {
+	if t.raw == nil {
+		return false
+	}
+	t.raw.onReadWait(idle, busy)
+	return true
+}
+
+// tryWriteMessages implements waitlessWriter: it writes what the socket takes at once of the
+// frames for msgs and keeps the rest for the next write (flushPending). It reports whether it
+// took the messages (not when another write is in progress) and whether all went out.
+func (t *wsTransport) tryWriteMessages(msgs [][]byte) (taken, complete bool, err error) {
+	if t.raw == nil || !t.wmu.TryLock() {
+		return false, false, nil
+	}
+	if t.closeSent {
+		t.wmu.Unlock()
+		return true, false, websocket.ErrCloseSent
+	}
+	buf := append(t.wbuf[:0], t.pending...)
+	for _, m := range msgs {
+		buf = appendFrame(buf, websocket.TextMessage, m, t.client)
+	}
+	n, err := t.raw.tryWrite(buf)
+	if err != nil {
+		n = len(buf) // the connection failed: nothing more will be written
+	}
+	t.pending = append(t.pending[:0], buf[n:]...)
+	if cap(buf) <= keepBufferSize {
+		t.wbuf = buf
+	} else {
+		t.wbuf = nil
+	}
+	complete = len(t.pending) == 0
+	t.wmu.Unlock()
+	t.flushControl()
+	return true, complete, err
+}
+
+// flushPending implements waitlessWriter: it writes what tryWriteMessages left, waiting for
+// the peer to take it.
+func (t *wsTransport) flushPending() error {
+	t.wmu.Lock()
+	err := t.writeLocked(nil, writeTimeout)
+	t.wmu.Unlock()
+	t.flushControl()
+	return err
+}
+
+// writeLocked writes what tryWriteMessages left and then frames to the connection within about
+// timeout; t.wmu must be held. Moving the deadline costs a timer update, so it is only moved
+// when less than half the timeout is left.
 func (t *wsTransport) writeLocked(frames []byte, timeout time.Duration) error {
 	if t.closeSent {
 		return websocket.ErrCloseSent
 	}
+	if len(t.pending) == 0 && len(frames) == 0 {
+		return nil
+	}
 	if now := time.Now(); t.writeDeadline.Sub(now) < timeout/2 || t.writeDeadline.Sub(now) > timeout {
 		t.writeDeadline = now.Add(timeout)
 		_ = t.nc.SetWriteDeadline(t.writeDeadline)
+	}
+	if len(t.pending) > 0 {
+		_, err := t.nc.Write(t.pending)
+		if cap(t.pending) <= keepBufferSize {
+			t.pending = t.pending[:0]
+		} else {
+			t.pending = nil
+		}
+		if err != nil || len(frames) == 0 {
+			return err
+		}
 	}
 	_, err := t.nc.Write(frames)
 	return err
@@ -360,7 +432,7 @@ func (srv *Server) ServeWebSocket(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	up := websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }} // checked above
-	c, err := up.Upgrade(w, r, nil)
+	c, err := up.Upgrade(rawHijacker{w}, r, nil)
 	if err != nil {
 		disposeMain(opts.Main)
 		return // Upgrade has answered the request
@@ -380,4 +452,26 @@ func (srv *Server) ServeWebSocket(w http.ResponseWriter, r *http.Request) {
 	}
 	<-s.Done()
 	_ = s.Close()
+}
+
+// rawHijacker hands gorilla's Upgrade the hijacked connection wrapped in a rawConn when it is a
+// plain TCP connection, with a read buffer over the wrapper (Upgrade refuses a request whose
+// buffer holds more than the handshake, so none is lost).
+type rawHijacker struct{ http.ResponseWriter }
+
+// Hijack implements http.Hijacker.
+func (h rawHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	hj, ok := h.ResponseWriter.(http.Hijacker)
+	if !ok {
+		return nil, nil, errors.New("the response does not implement http.Hijacker")
+	}
+	c, brw, err := hj.Hijack()
+	if err != nil || brw.Reader.Buffered() > 0 {
+		return c, brw, err
+	}
+	rc := newRawConn(c)
+	if rc == nil {
+		return c, brw, nil
+	}
+	return rc, bufio.NewReadWriter(bufio.NewReaderSize(rc, readBufferSize), brw.Writer), nil
 }

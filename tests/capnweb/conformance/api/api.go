@@ -39,6 +39,9 @@ func (c *Counter) Value() float64 {
 	return c.n
 }
 
+// CallsInline implements capnweb.Inline: a counter's methods only compute.
+func (c *Counter) CallsInline() bool { return true }
+
 // Dispose is called when the session drops its last reference.
 func (c *Counter) Dispose() {
 	if c.onDispose != nil {
@@ -66,6 +69,10 @@ type API struct {
 	// OnCounterDisposed, if set, is called with a counter's final value when it is disposed.
 	OnCounterDisposed func(n float64)
 }
+
+// CallsInline implements capnweb.Inline: every method only computes, or awaits the peer with
+// its handler context (which hands the session's reading to another goroutine).
+func (a *API) CallsInline() bool { return true }
 
 // Hello greets.
 func (a *API) Hello(name string) string { return "Hello, " + name + "!" }
