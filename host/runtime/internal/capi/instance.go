@@ -67,7 +67,7 @@ func (f Func) call(ft *wit.FuncType, cargs, cres []C.wasmtime_component_val_t, a
 	if len(cres) > 0 {
 		pr = &cres[0]
 	}
-	if err := C.atl_func_call(s.mem, f.f, s.ctx, pa, C.size_t(len(cargs)), pr, C.size_t(len(cres))); err != nil {
+	if err := C.atl_func_call(s.mem, s.takeArm(), f.f, s.ctx, pa, C.size_t(len(cargs)), pr, C.size_t(len(cres))); err != nil {
 		return takeError(err)
 	}
 	if len(cres) > 0 { // post-return has run: the result is the C API's copy

@@ -109,7 +109,7 @@ func first[T any](s []T) *T {
 // Instantiate instantiates c in s.
 func (l *Linker) Instantiate(s *Store, c *Component) (*Instance, error) {
 	in := &Instance{s: s}
-	if err := C.atl_instantiate(s.mem, c.plan, l.ptr, s.ctx, c.ptr, &in.inst); err != nil {
+	if err := C.atl_instantiate(s.mem, s.takeArm(), c.plan, l.ptr, s.ctx, c.ptr, &in.inst); err != nil {
 		return nil, takeError(err)
 	}
 	return in, nil

@@ -46,8 +46,10 @@ type Store struct {
 	closed bool
 
 	onDeadline func() bool
-	writers    []uintptr // handles in writerHandles
-	resources  map[wit.Handle]*C.wasmtime_component_resource_any_t
+	// arm is the epoch deadline, in ticks, that the next entry into the guest sets (0: none).
+	arm       uint64
+	writers   []uintptr // handles in writerHandles
+	resources map[wit.Handle]*C.wasmtime_component_resource_any_t
 
 	// arena holds the values lent to Wasmtime during calls; lent lists the resources in them,
 	// which the calls delete (see lower).
@@ -178,9 +180,16 @@ func (s *Store) ClearMemoryRefused() {
 // Owner returns StoreConfig.Owner.
 func (s *Store) Owner() any { return s.owner }
 
-// SetEpochDeadline arms the deadline `ticks` epoch ticks from now.
-func (s *Store) SetEpochDeadline(ticks uint64) {
-	C.wasmtime_context_set_epoch_deadline(s.ctx, C.uint64_t(ticks))
+// SetEpochDeadline arms the deadline `ticks` (at least 1) epoch ticks from the store's next
+// entry into the guest (a call, an instantiation or a resource drop), which sets it in the
+// same cgo crossing instead of one of its own.
+func (s *Store) SetEpochDeadline(ticks uint64) { s.arm = ticks }
+
+// takeArm returns the deadline SetEpochDeadline asked for (0: none) and forgets it.
+func (s *Store) takeArm() C.uint64_t {
+	arm := s.arm
+	s.arm = 0
+	return C.uint64_t(arm)
 }
 
 // SetFuel sets the fuel left (engines with EngineConfig.Fuel only).
@@ -208,7 +217,7 @@ func (s *Store) DropResource(h wit.Handle) error {
 		return err
 	}
 	delete(s.resources, h)
-	err = takeError(C.atl_resource_drop(s.mem, s.ctx, r))
+	err = takeError(C.atl_resource_drop(s.mem, s.takeArm(), s.ctx, r))
 	C.wasmtime_component_resource_any_delete(r)
 	return err
 }
