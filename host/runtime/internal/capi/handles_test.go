@@ -5,8 +5,9 @@ import (
 	"testing"
 )
 
-// TestHandles: handles start at 1, find their value until deleted, are reused once deleted,
-// span chunks, and are safe to look up while others are added and deleted.
+// TestHandles: handles are never 0, find their value until deleted, find nothing once deleted
+// even when their slot is reused, span chunks, and are safe to look up while others are added
+// and deleted.
 func TestHandles(t *testing.T) {
 	var tab handles[int]
 	if v := tab.value(0); v != nil {
@@ -33,11 +34,19 @@ func TestHandles(t *testing.T) {
 		t.Fatalf("value of a deleted handle = %v", *v)
 	}
 	x, y := -1, -2
-	if h := tab.add(&x); h != hs[7] {
-		t.Fatalf("add after delete = %d, want the freed %d", h, hs[7])
+	hx := tab.add(&x)
+	if s, _ := splitHandle(hx); s != 8 {
+		t.Fatalf("add after delete used slot %d, want the freed slot 8", s)
 	}
-	if h := tab.add(&y); h == hs[7] {
-		t.Fatal("a freed handle given out twice")
+	if hx == hs[7] || tab.value(hs[7]) != nil || tab.value(hx) != &x {
+		t.Fatal("a deleted handle finds the value its slot holds now")
+	}
+	tab.delete(hs[7]) // a stale handle deletes nothing
+	if tab.value(hx) != &x {
+		t.Fatal("deleting a stale handle deleted its slot's new value")
+	}
+	if h := tab.add(&y); h == hx || h == hs[7] {
+		t.Fatal("a handle given out twice")
 	}
 	if v := tab.value(uintptr(n) + 100<<handleChunkBits); v != nil {
 		t.Fatalf("value of a handle past every chunk = %v", v)
