@@ -337,8 +337,9 @@ func (in *Instance) begin(ctx context.Context, fn *boundFunc) error {
 	}
 	in.timedOut, in.hostErr = false, nil
 	in.store.ClearMemoryRefused() // a refusal counts for the call it happened in
-	// Re-arm the epoch deadline only when it is not already due within the next tick; the
-	// deadline callback (beforeDeadline) decides against the real clock either way.
+	// Re-arm the epoch deadline only when it is not already due within the next tick (the call's
+	// entry into Wasmtime sets it, in the same cgo crossing); the deadline callback
+	// (beforeDeadline) decides against the real clock either way.
 	if epoch := in.rt.epoch.Load(); in.armed <= epoch {
 		in.store.SetEpochDeadline(1)
 		in.armed = epoch + 1

@@ -7,8 +7,6 @@ import "C"
 
 import (
 	"fmt"
-	"io"
-	"runtime/cgo"
 	"unsafe"
 
 	"atelier/host/runtime/wit"
@@ -23,7 +21,7 @@ func atlHostCall(env unsafe.Pointer, ctx *C.wasmtime_context_t, _ *C.wasmtime_co
 			cerr = newCError(fmt.Sprintf("host function panicked: %v", r))
 		}
 	}()
-	hf := cgo.Handle(uintptr(env)).Value().(*HostFunc)
+	hf := hostFuncHandles.value(uintptr(env))
 	s := storeOf(ctx)
 	ft, err := hf.Signature(s)
 	if err != nil {
@@ -63,7 +61,7 @@ func atlResourceDrop(env C.uintptr_t, ctx *C.wasmtime_context_t, rep C.uint32_t)
 			cerr = newCError(fmt.Sprintf("resource destructor panicked: %v", r))
 		}
 	}()
-	hr := cgo.Handle(uintptr(env)).Value().(*HostResource)
+	hr := resourceHandles.value(uintptr(env))
 	if err := hr.Drop(storeOf(ctx), uint32(rep)); err != nil {
 		return newCError(err.Error())
 	}
@@ -84,7 +82,7 @@ func atlWrite(h C.uintptr_t, buf *C.uchar, n C.size_t) (written C.ptrdiff_t) {
 			written = -5 // EIO
 		}
 	}()
-	w := cgo.Handle(uintptr(h)).Value().(io.Writer)
+	w := writerHandles.value(uintptr(h))
 	k, err := w.Write(unsafe.Slice((*byte)(unsafe.Pointer(buf)), int(n)))
 	if err != nil {
 		return -5 // EIO
@@ -99,7 +97,7 @@ func atlEpochDeadline(h C.uintptr_t, delta *C.uint64_t) (cerr *C.wasmtime_error_
 			cerr = newCError(fmt.Sprintf("deadline check panicked: %v", r))
 		}
 	}()
-	s := cgo.Handle(uintptr(h)).Value().(*Store)
+	s := storeHandles.value(uintptr(h))
 	if s.onDeadline != nil && s.onDeadline() {
 		*delta = 1
 		return nil

@@ -14,7 +14,7 @@
 //
 //   - No C type appears in an exported signature; values cross as the canonical Go forms of
 //     package wit, guided by wit.Type.
-//   - Go pointers are never stored in C memory; callbacks carry cgo.Handle values and every
+//   - Go pointers are never stored in C memory; callbacks carry handles (handles.go) and every
 //     //export trampoline lives in callbacks.go.
 //   - A Store and everything in it (instances, functions, resources) is used by one goroutine at
 //     a time; the caller serialises access. Engine, Component and Linker are safe to share.

@@ -14,13 +14,15 @@ type Instance struct {
 // Func is an exported function of an instance.
 type Func struct {
 	s *Store
-	f C.wasmtime_component_func_t
+	// f is allocated once, by Instance.Func: a Func value that held the C struct itself would
+	// be copied to the heap at each call that passes its address to C.
+	f *C.wasmtime_component_func_t
 }
 
 // Func returns the exported function at x.
 func (in *Instance) Func(x *ExportIndex) (Func, bool) {
-	f := Func{s: in.s}
-	ok := C.wasmtime_component_instance_get_func(&in.inst, in.s.ctx, x.ptr, &f.f)
+	f := Func{s: in.s, f: new(C.wasmtime_component_func_t)}
+	ok := C.wasmtime_component_instance_get_func(&in.inst, in.s.ctx, x.ptr, f.f)
 	return f, bool(ok)
 }
 
@@ -65,7 +67,7 @@ func (f Func) call(ft *wit.FuncType, cargs, cres []C.wasmtime_component_val_t, a
 	if len(cres) > 0 {
 		pr = &cres[0]
 	}
-	if err := C.atl_func_call(s.mem, &f.f, s.ctx, pa, C.size_t(len(cargs)), pr, C.size_t(len(cres))); err != nil {
+	if err := C.atl_func_call(s.mem, s.takeArm(), f.f, s.ctx, pa, C.size_t(len(cargs)), pr, C.size_t(len(cres))); err != nil {
 		return takeError(err)
 	}
 	if len(cres) > 0 { // post-return has run: the result is the C API's copy

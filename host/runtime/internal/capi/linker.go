@@ -5,7 +5,6 @@ package capi
 import "C"
 
 import (
-	"runtime/cgo"
 	"sync/atomic"
 	"unsafe"
 
@@ -26,9 +25,11 @@ type HostFunc struct {
 // Linker resolves component imports. Once defined it is safe for concurrent instantiation, and
 // it must outlive every instance created with it (host functions are called through it).
 type Linker struct {
-	ptr     *C.wasmtime_component_linker_t
-	handles []cgo.Handle
-	closed  atomic.Bool
+	ptr *C.wasmtime_component_linker_t
+	// funcs and resources are the handles of the Go values of its functions and resource
+	// types (hostFuncHandles, resourceHandles), which C carries as their environments.
+	funcs, resources []uintptr
+	closed           atomic.Bool
 }
 
 // NewLinker creates an empty linker.
@@ -55,12 +56,20 @@ type HostResource struct {
 // DefineInstance defines the instance `name` (for example "atelier:host/kv@0.1.0") with all
 // of its resource types and functions. A name can be defined only once per linker.
 func (l *Linker) DefineInstance(name string, resources []HostResource, funcs []HostFunc) error {
-	rnames, rlens, renvs := l.items(len(resources), func(i int) (string, any) { return resources[i].Name, &resources[i] })
+	rnames, rlens, renvs := l.items(len(resources), func(i int) (string, uintptr) {
+		h := resourceHandles.add(&resources[i])
+		l.resources = append(l.resources, h)
+		return resources[i].Name, h
+	})
 	types := make([]C.uint32_t, len(resources))
 	for i, r := range resources {
 		types[i] = C.uint32_t(r.Type)
 	}
-	names, lens, envs := l.items(len(funcs), func(i int) (string, any) { return funcs[i].Name, &funcs[i] })
+	names, lens, envs := l.items(len(funcs), func(i int) (string, uintptr) {
+		h := hostFuncHandles.add(&funcs[i])
+		l.funcs = append(l.funcs, h)
+		return funcs[i].Name, h
+	})
 	cname := C.CString(name)
 	defer func() {
 		C.free(unsafe.Pointer(cname))
@@ -74,18 +83,16 @@ func (l *Linker) DefineInstance(name string, resources []HostResource, funcs []H
 		C.size_t(len(funcs)), first(names), first(lens), first(envs)))
 }
 
-// items returns C copies of the names of n items and cgo.Handles of their Go values, which the
-// linker keeps until Close.
-func (l *Linker) items(n int, item func(i int) (string, any)) ([]*C.char, []C.size_t, []C.uintptr_t) {
+// items returns C copies of the names of n items and their environments: item(i) returns the
+// name of item i and the handle it made of its Go value (the linker keeps it until Close).
+func (l *Linker) items(n int, item func(i int) (string, uintptr)) ([]*C.char, []C.size_t, []C.uintptr_t) {
 	names := make([]*C.char, n)
 	lens := make([]C.size_t, n)
 	envs := make([]C.uintptr_t, n)
 	for i := range n {
-		name, v := item(i)
+		name, h := item(i)
 		names[i] = C.CString(name)
 		lens[i] = C.size_t(len(name))
-		h := cgo.NewHandle(v)
-		l.handles = append(l.handles, h)
 		envs[i] = C.uintptr_t(h)
 	}
 	return names, lens, envs
@@ -102,7 +109,7 @@ func first[T any](s []T) *T {
 // Instantiate instantiates c in s.
 func (l *Linker) Instantiate(s *Store, c *Component) (*Instance, error) {
 	in := &Instance{s: s}
-	if err := C.atl_instantiate(s.mem, c.plan, l.ptr, s.ctx, c.ptr, &in.inst); err != nil {
+	if err := C.atl_instantiate(s.mem, s.takeArm(), c.plan, l.ptr, s.ctx, c.ptr, &in.inst); err != nil {
 		return nil, takeError(err)
 	}
 	return in, nil
@@ -114,7 +121,10 @@ func (l *Linker) Close() {
 		return
 	}
 	C.wasmtime_component_linker_delete(l.ptr)
-	for _, h := range l.handles {
-		h.Delete()
+	for _, h := range l.funcs {
+		hostFuncHandles.delete(h)
+	}
+	for _, h := range l.resources {
+		resourceHandles.delete(h)
 	}
 }

@@ -560,10 +560,17 @@ void atl_store_delete(wasmtime_store_t *store, atl_memcap_t *mem) {
   atl_memcap_release(mem);
 }
 
-wasmtime_error_t *atl_instantiate(atl_memcap_t *mem, const atl_plan_t *plan,
+// atl_arm sets the epoch deadline `arm` ticks from now, unless arm is 0.
+static void atl_arm(wasmtime_context_t *ctx, uint64_t arm) {
+  if (arm != 0)
+    wasmtime_context_set_epoch_deadline(ctx, arm);
+}
+
+wasmtime_error_t *atl_instantiate(atl_memcap_t *mem, uint64_t arm, const atl_plan_t *plan,
                                   const wasmtime_component_linker_t *linker,
                                   wasmtime_context_t *ctx, const wasmtime_component_t *comp,
                                   wasmtime_component_instance_t *out) {
+  atl_arm(ctx, arm);
   atl_queue_t q = {plan, 0, NULL};
   atl_entry_t prev = atl_enter(mem, &q);
   wasmtime_error_t *err = wasmtime_component_linker_instantiate(linker, ctx, comp, out);
@@ -578,9 +585,11 @@ wasmtime_error_t *atl_instantiate(atl_memcap_t *mem, const atl_plan_t *plan,
   return err;
 }
 
-wasmtime_error_t *atl_func_call(atl_memcap_t *mem, const wasmtime_component_func_t *f,
-                                wasmtime_context_t *ctx, const wasmtime_component_val_t *args,
-                                size_t nargs, wasmtime_component_val_t *res, size_t nres) {
+wasmtime_error_t *atl_func_call(atl_memcap_t *mem, uint64_t arm,
+                                const wasmtime_component_func_t *f, wasmtime_context_t *ctx,
+                                const wasmtime_component_val_t *args, size_t nargs,
+                                wasmtime_component_val_t *res, size_t nres) {
+  atl_arm(ctx, arm);
   atl_entry_t prev = atl_enter(mem, NULL);
   wasmtime_error_t *err = wasmtime_component_func_call(f, ctx, args, nargs, res, nres);
   if (err == NULL)
@@ -589,8 +598,9 @@ wasmtime_error_t *atl_func_call(atl_memcap_t *mem, const wasmtime_component_func
   return err;
 }
 
-wasmtime_error_t *atl_resource_drop(atl_memcap_t *mem, wasmtime_context_t *ctx,
+wasmtime_error_t *atl_resource_drop(atl_memcap_t *mem, uint64_t arm, wasmtime_context_t *ctx,
                                     const wasmtime_component_resource_any_t *r) {
+  atl_arm(ctx, arm);
   atl_entry_t prev = atl_enter(mem, NULL);
   wasmtime_error_t *err = wasmtime_component_resource_any_drop(ctx, r);
   atl_leave(prev);

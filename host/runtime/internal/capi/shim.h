@@ -129,18 +129,21 @@ wasmtime_store_t *atl_store_new(wasm_engine_t *engine, uintptr_t handle, int cap
 void atl_store_delete(wasmtime_store_t *store, atl_memcap_t *mem);
 
 // The Wasmtime entry points that may create memories, with `mem` (may be NULL) as the budget of
-// the memories they create. atl_instantiate follows `plan` (may be NULL): each memory created
-// must be the plan's next one, gets its image, and every memory of the plan must be created,
-// else the instantiation fails. atl_func_call also runs post-return when the call succeeded
-// (the results are copies, so they outlive it): one crossing per call instead of two.
-wasmtime_error_t *atl_instantiate(atl_memcap_t *mem, const atl_plan_t *plan,
+// the memories they create. Each first sets the store's epoch deadline `arm` ticks from now,
+// unless arm is 0 (Store.SetEpochDeadline: no cgo crossing of its own). atl_instantiate follows
+// `plan` (may be NULL): each memory created must be the plan's next one, gets its image, and
+// every memory of the plan must be created, else the instantiation fails. atl_func_call also
+// runs post-return when the call succeeded (the results are copies, so they outlive it): one
+// crossing per call instead of two.
+wasmtime_error_t *atl_instantiate(atl_memcap_t *mem, uint64_t arm, const atl_plan_t *plan,
                                   const wasmtime_component_linker_t *linker,
                                   wasmtime_context_t *ctx, const wasmtime_component_t *comp,
                                   wasmtime_component_instance_t *out);
-wasmtime_error_t *atl_func_call(atl_memcap_t *mem, const wasmtime_component_func_t *f,
-                                wasmtime_context_t *ctx, const wasmtime_component_val_t *args,
-                                size_t nargs, wasmtime_component_val_t *res, size_t nres);
-wasmtime_error_t *atl_resource_drop(atl_memcap_t *mem, wasmtime_context_t *ctx,
+wasmtime_error_t *atl_func_call(atl_memcap_t *mem, uint64_t arm,
+                                const wasmtime_component_func_t *f, wasmtime_context_t *ctx,
+                                const wasmtime_component_val_t *args, size_t nargs,
+                                wasmtime_component_val_t *res, size_t nres);
+wasmtime_error_t *atl_resource_drop(atl_memcap_t *mem, uint64_t arm, wasmtime_context_t *ctx,
                                     const wasmtime_component_resource_any_t *r);
 
 // Makes every epoch deadline of the store call atlEpochDeadline(handle).

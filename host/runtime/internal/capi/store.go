@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"runtime/cgo"
 	"sync/atomic"
 	"unsafe"
 
@@ -42,13 +41,15 @@ type Store struct {
 	ptr    *C.wasmtime_store_t
 	ctx    *C.wasmtime_context_t
 	mem    *C.atl_memcap_t // the memory budget, on engines with EngineConfig.CapMemories
-	self   cgo.Handle
+	self   uintptr         // its handle in storeHandles, the C store's data
 	owner  any
 	closed bool
 
 	onDeadline func() bool
-	writers    []cgo.Handle
-	resources  map[wit.Handle]*C.wasmtime_component_resource_any_t
+	// arm is the epoch deadline, in ticks, that the next entry into the guest sets (0: none).
+	arm       uint64
+	writers   []uintptr // handles in writerHandles
+	resources map[wit.Handle]*C.wasmtime_component_resource_any_t
 
 	// arena holds the values lent to Wasmtime during calls; lent lists the resources in them,
 	// which the calls delete (see lower).
@@ -65,7 +66,7 @@ type Store struct {
 // no preopened directories and no network, and whose stdout/stderr go to the configured writers.
 func NewStore(e *Engine, cfg StoreConfig) (*Store, error) {
 	s := &Store{eng: e, owner: cfg.Owner, onDeadline: cfg.OnDeadline}
-	s.self = cgo.NewHandle(s)
+	s.self = storeHandles.add(s)
 	capped, limit := C.int(0), C.uint64_t(math.MaxUint64)
 	if e.capMemories {
 		capped = 1
@@ -81,19 +82,19 @@ func NewStore(e *Engine, cfg StoreConfig) (*Store, error) {
 	var mem *C.atl_memcap_t
 	s.ptr = C.atl_store_new(e.ptr, C.uintptr_t(s.self), capped, limit, C.uint64_t(reserve), &mem)
 	if s.ptr == nil {
-		s.self.Delete()
+		storeHandles.delete(s.self)
 		return nil, errors.New("create store: out of host memory")
 	}
 	s.mem = mem
 	s.ctx = C.wasmtime_store_context(s.ptr)
 	wasi := C.wasi_config_new()
 	if cfg.Stdout != nil {
-		h := cgo.NewHandle(cfg.Stdout)
+		h := writerHandles.add(&writer{cfg.Stdout})
 		s.writers = append(s.writers, h)
 		C.atl_wasi_stdout(wasi, C.uintptr_t(h))
 	}
 	if cfg.Stderr != nil {
-		h := cgo.NewHandle(cfg.Stderr)
+		h := writerHandles.add(&writer{cfg.Stderr})
 		s.writers = append(s.writers, h)
 		C.atl_wasi_stderr(wasi, C.uintptr_t(h))
 	}
@@ -179,9 +180,16 @@ func (s *Store) ClearMemoryRefused() {
 // Owner returns StoreConfig.Owner.
 func (s *Store) Owner() any { return s.owner }
 
-// SetEpochDeadline arms the deadline `ticks` epoch ticks from now.
-func (s *Store) SetEpochDeadline(ticks uint64) {
-	C.wasmtime_context_set_epoch_deadline(s.ctx, C.uint64_t(ticks))
+// SetEpochDeadline arms the deadline `ticks` (at least 1) epoch ticks from the store's next
+// entry into the guest (a call, an instantiation or a resource drop), which sets it in the
+// same cgo crossing instead of one of its own.
+func (s *Store) SetEpochDeadline(ticks uint64) { s.arm = ticks }
+
+// takeArm returns the deadline SetEpochDeadline asked for (0: none) and forgets it.
+func (s *Store) takeArm() C.uint64_t {
+	arm := s.arm
+	s.arm = 0
+	return C.uint64_t(arm)
 }
 
 // SetFuel sets the fuel left (engines with EngineConfig.Fuel only).
@@ -209,7 +217,7 @@ func (s *Store) DropResource(h wit.Handle) error {
 		return err
 	}
 	delete(s.resources, h)
-	err = takeError(C.atl_resource_drop(s.mem, s.ctx, r))
+	err = takeError(C.atl_resource_drop(s.mem, s.takeArm(), s.ctx, r))
 	C.wasmtime_component_resource_any_delete(r)
 	return err
 }
@@ -253,12 +261,12 @@ func (s *Store) Close() {
 	s.mem = nil
 	s.arena.free()
 	for _, h := range s.writers {
-		h.Delete()
+		writerHandles.delete(h)
 	}
-	s.self.Delete()
+	storeHandles.delete(s.self)
 }
 
 // storeOf finds the Go store of a C context (host function calls).
 func storeOf(ctx *C.wasmtime_context_t) *Store {
-	return cgo.Handle(uintptr(C.atl_context_handle(ctx))).Value().(*Store)
+	return storeHandles.value(uintptr(C.atl_context_handle(ctx)))
 }
