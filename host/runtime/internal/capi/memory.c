@@ -88,6 +88,7 @@ struct atl_memory {
   size_t capacity;  // growth up to here never moves base
   size_t image_len; // bytes from base mapped privately from an image's memfd (0: none)
   atl_memory_t *made_next; // the memory created before it by the same instantiation
+  atl_memory_t *store_next, *store_prev; // its neighbours in cap->mems while in use
 };
 
 // The memory creator's state (its env): freed memories kept for reuse, most recent last. Every
@@ -305,6 +306,31 @@ static int atl_give_back(uint8_t *p, size_t len) {
   return errno == EINVAL ? madvise(p, len, MADV_DONTNEED) : -1;
 }
 
+// Hands each run of resident pages in [from, to) (page numbers from m->base, inside the
+// read-write range) that hold only zeros to `drop`, and returns how many pages it took. A
+// failed mincore stops the scan (the pages left are kept, which is correct too, only larger).
+static int64_t atl_drop_zeros(atl_memory_t *m, size_t from, size_t to,
+                              int (*drop)(uint8_t *, size_t)) {
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  int64_t dropped = 0;
+  unsigned char vec[4096];
+  for (size_t at = from; at < to;) {
+    size_t n = to - at < sizeof vec ? to - at : sizeof vec;
+    if (mincore(m->base + at * page, n * page, vec) != 0)
+      return dropped;
+    for (size_t i = 0; i < n;) {
+      size_t j = i;
+      while (j < n && (vec[j] & 1) && atl_page_is_zero(m->base + (at + j) * page, page))
+        j++;
+      if (j > i && drop(m->base + (at + i) * page, (j - i) * page) == 0)
+        dropped += (int64_t)(j - i);
+      i = j + 1;
+    }
+    at += n;
+  }
+  return dropped;
+}
+
 // Gives the kernel back the pages of a memory that read as zero once its instance has started,
 // so that a live instance's dirty memory is only the pages it wrote something into. A guest's
 // start-up often writes zeros over fresh memory (the Go runtime's page allocator clears every
@@ -319,25 +345,75 @@ static int atl_give_back(uint8_t *p, size_t len) {
 // which is correct too, only larger.
 static void atl_trim(atl_memory_t *m) {
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
-  size_t from = m->image_len / page, to = m->committed / page;
-  unsigned char vec[4096];
-  for (size_t at = from; at < to;) {
-    size_t n = to - at < sizeof vec ? to - at : sizeof vec;
-    if (mincore(m->base + at * page, n * page, vec) != 0)
-      return;
+  int64_t n = atl_drop_zeros(m, m->image_len / page, m->committed / page, atl_give_back);
+  __atomic_add_fetch(&atl_trimmed, n, __ATOMIC_RELAXED);
+  size_t kept = m->capacity < ATL_KEEP_RESIDENT ? m->capacity : ATL_KEEP_RESIDENT;
+  if (kept > m->committed)
+    atl_give_back(m->base + m->committed, kept - m->committed);
+}
+
+// Drops len bytes of pages at p for good (MADV_DONTNEED): an anonymous page reads as zero
+// afterwards, a private file page as the file's content. 0 on success.
+static int atl_drop(uint8_t *p, size_t len) { return madvise(p, len, MADV_DONTNEED); }
+
+// /proc/self/pagemap, opened on first use by atl_pagemap_open (-1: unavailable).
+static int atl_pagemap = -1;
+static pthread_once_t atl_pagemap_once = PTHREAD_ONCE_INIT;
+
+static void atl_pagemap_open(void) {
+  atl_pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+}
+
+// Bits of a pagemap entry (Documentation/admin-guide/mm/pagemap.rst): the page is present, and
+// it is a page of the file (or shared memory) rather than anonymous memory of this process;
+// both set in a private file mapping: the file's page, mapped in by a read and never written.
+#define ATL_PM_PRESENT ((uint64_t)1 << 63)
+#define ATL_PM_FILE ((uint64_t)1 << 61)
+#define ATL_PM_READ_ONLY (ATL_PM_PRESENT | ATL_PM_FILE)
+
+// Drops the resident pages of a memory's image range that the guest only read: they are the
+// memfd's own pages mapped in, which a later read maps again, whereas a page the guest wrote
+// is its private anonymous copy (no ATL_PM_FILE) and is kept. Without pagemap nothing is
+// dropped. Returns the pages dropped.
+static int64_t atl_drop_image_reads(atl_memory_t *m) {
+  pthread_once(&atl_pagemap_once, atl_pagemap_open);
+  if (atl_pagemap < 0)
+    return 0;
+  size_t page = (size_t)sysconf(_SC_PAGESIZE), pages = m->image_len / page;
+  uint64_t first = (uint64_t)(uintptr_t)m->base / page;
+  int64_t dropped = 0;
+  uint64_t ent[512];
+  for (size_t at = 0; at < pages;) {
+    size_t n = pages - at < 512 ? pages - at : 512;
+    size_t len = n * sizeof ent[0];
+    if (pread(atl_pagemap, ent, len, (off_t)((first + at) * sizeof ent[0])) != (ssize_t)len)
+      return dropped;
     for (size_t i = 0; i < n;) {
       size_t j = i;
-      while (j < n && (vec[j] & 1) && atl_page_is_zero(m->base + (at + j) * page, page))
+      while (j < n && (ent[j] & ATL_PM_READ_ONLY) == ATL_PM_READ_ONLY)
         j++;
-      if (j > i && atl_give_back(m->base + (at + i) * page, (j - i) * page) == 0)
-        __atomic_add_fetch(&atl_trimmed, (int64_t)(j - i), __ATOMIC_RELAXED);
+      if (j > i && atl_drop(m->base + (at + i) * page, (j - i) * page) == 0)
+        dropped += (int64_t)(j - i);
       i = j + 1;
     }
     at += n;
   }
-  size_t kept = m->capacity < ATL_KEEP_RESIDENT ? m->capacity : ATL_KEEP_RESIDENT;
-  if (kept > m->committed)
-    atl_give_back(m->base + m->committed, kept - m->committed);
+  return dropped;
+}
+
+int64_t atl_store_trim(atl_memcap_t *c) {
+  if (c == NULL)
+    return 0;
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  int64_t dropped = 0;
+  for (atl_memory_t *m = c->mems; m != NULL; m = m->store_next) {
+    dropped += atl_drop_image_reads(m);
+    dropped += atl_drop_zeros(m, m->image_len / page, m->committed / page, atl_drop);
+    size_t kept = m->capacity < ATL_KEEP_RESIDENT ? m->capacity : ATL_KEEP_RESIDENT;
+    if (kept > m->committed)
+      atl_drop(m->base + m->committed, kept - m->committed);
+  }
+  return dropped;
 }
 
 // Keeps a freed memory in its pool (scrubbed) if there is room; 0 when it was not kept.
@@ -381,6 +457,13 @@ static atl_memory_t *atl_pool_take(atl_pool_t *p, size_t guard, size_t capacity)
 
 static void atl_free_memory(void *env) {
   atl_memory_t *m = env;
+  if (m->store_prev != NULL)
+    m->store_prev->store_next = m->store_next;
+  else
+    m->cap->mems = m->store_next;
+  if (m->store_next != NULL)
+    m->store_next->store_prev = m->store_prev;
+  m->store_next = m->store_prev = NULL;
   atl_uncharge(m->cap, m->committed);
   atl_memcap_release(m->cap);
   m->cap = NULL;
@@ -501,6 +584,11 @@ static wasmtime_error_t *atl_new_memory(void *env, const wasm_memorytype_t *ty, 
   }
   m->size = minimum;
   m->cap = cap;
+  m->store_prev = NULL;
+  m->store_next = cap->mems;
+  if (cap->mems != NULL)
+    cap->mems->store_prev = m;
+  cap->mems = m;
   m->made_next = NULL;
   if (atl_queue != NULL) {
     m->made_next = atl_queue->made;
