@@ -65,6 +65,9 @@ static void atl_leave(atl_entry_t prev) {
 // user does not fault them in again); its other pages go back to the kernel.
 #define ATL_KEEP_RESIDENT ((size_t)4 << 20)
 
+// Bits for the pages of the first ATL_KEEP_RESIDENT bytes of a memory, at the smallest page size.
+#define ATL_KEEP_BITS (ATL_KEEP_RESIDENT / 4096)
+
 // Memories in use by stores, freed memories kept in pools, and memories mapped from an image,
 // in the whole process.
 static int64_t atl_live, atl_pooled, atl_imaged;
@@ -89,6 +92,12 @@ struct atl_memory {
   size_t image_len; // bytes from base mapped privately from an image's memfd (0: none)
   atl_memory_t *made_next; // the memory created before it by the same instantiation
   atl_memory_t *store_next, *store_prev; // its neighbours in cap->mems while in use
+  // The pages in the first ATL_KEEP_RESIDENT bytes that atl_store_trim dropped (resident,
+  // all zero) since the memory was last scrubbed, one bit each; atl_scrub populates them
+  // again, so that the next user's start-up, which likely touches the same pages, does not
+  // fault them in. `dropped` says whether any bit is set.
+  uint8_t dropped_bits[ATL_KEEP_BITS / 8];
+  int dropped;
 };
 
 // The memory creator's state (its env): freed memories kept for reuse, most recent last. Every
@@ -247,7 +256,9 @@ static void atl_unmap(atl_memory_t *m) {
 // fresh anonymous memory (MADV_DONTNEED would bring back the file's content, not zeros).
 // Populated pages in the first ATL_KEEP_RESIDENT bytes are cleared in place (they stay
 // populated for the next user); every other page (never touched, swapped out, or above the
-// limit) is dropped with MADV_DONTNEED, after which it reads as zero. 0 on success.
+// limit) is dropped with MADV_DONTNEED, after which it reads as zero; of those in the first
+// ATL_KEEP_RESIDENT bytes, the ones an idle trim dropped (dropped_bits) are populated again
+// with zeros, as if never trimmed. 0 on success.
 static int atl_scrub(atl_memory_t *m) {
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
   size_t pages = m->committed / page;
@@ -277,9 +288,17 @@ static int atl_scrub(atl_memory_t *m) {
         memset(p, 0, len);
       else if (madvise(p, len, MADV_DONTNEED) != 0)
         return -1;
+      else if (m->dropped)
+        for (size_t k = at + i; k < at + j; k++)
+          if (m->dropped_bits[k / 8] & (1u << (k % 8)))
+            *(volatile uint8_t *)(m->base + k * page) = 0; // populated, zero
       i = j;
     }
     at += n;
+  }
+  if (m->dropped) {
+    memset(m->dropped_bits, 0, sizeof m->dropped_bits);
+    m->dropped = 0;
   }
   if (pages > keep && madvise(m->base + keep * page, (pages - keep) * page, MADV_DONTNEED) != 0)
     return -1;
@@ -307,10 +326,11 @@ static int atl_give_back(uint8_t *p, size_t len) {
 }
 
 // Hands each run of resident pages in [from, to) (page numbers from m->base, inside the
-// read-write range) that hold only zeros to `drop`, and returns how many pages it took. A
-// failed mincore stops the scan (the pages left are kept, which is correct too, only larger).
+// read-write range) that hold only zeros to `drop`, and returns how many pages it took; with
+// `mark`, the pages taken in the first ATL_KEEP_RESIDENT bytes are marked in m->dropped_bits.
+// A failed mincore stops the scan (the pages left are kept, which is correct too, only larger).
 static int64_t atl_drop_zeros(atl_memory_t *m, size_t from, size_t to,
-                              int (*drop)(uint8_t *, size_t)) {
+                              int (*drop)(uint8_t *, size_t), int mark) {
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
   int64_t dropped = 0;
   unsigned char vec[4096];
@@ -322,8 +342,13 @@ static int64_t atl_drop_zeros(atl_memory_t *m, size_t from, size_t to,
       size_t j = i;
       while (j < n && (vec[j] & 1) && atl_page_is_zero(m->base + (at + j) * page, page))
         j++;
-      if (j > i && drop(m->base + (at + i) * page, (j - i) * page) == 0)
+      if (j > i && drop(m->base + (at + i) * page, (j - i) * page) == 0) {
         dropped += (int64_t)(j - i);
+        for (size_t k = at + i; mark && k < at + j && k < ATL_KEEP_RESIDENT / page; k++) {
+          m->dropped_bits[k / 8] |= (uint8_t)(1u << (k % 8));
+          m->dropped = 1;
+        }
+      }
       i = j + 1;
     }
     at += n;
@@ -345,7 +370,7 @@ static int64_t atl_drop_zeros(atl_memory_t *m, size_t from, size_t to,
 // which is correct too, only larger.
 static void atl_trim(atl_memory_t *m) {
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
-  int64_t n = atl_drop_zeros(m, m->image_len / page, m->committed / page, atl_give_back);
+  int64_t n = atl_drop_zeros(m, m->image_len / page, m->committed / page, atl_give_back, 0);
   __atomic_add_fetch(&atl_trimmed, n, __ATOMIC_RELAXED);
   size_t kept = m->capacity < ATL_KEEP_RESIDENT ? m->capacity : ATL_KEEP_RESIDENT;
   if (kept > m->committed)
@@ -408,7 +433,7 @@ int64_t atl_store_trim(atl_memcap_t *c) {
   int64_t dropped = 0;
   for (atl_memory_t *m = c->mems; m != NULL; m = m->store_next) {
     dropped += atl_drop_image_reads(m);
-    dropped += atl_drop_zeros(m, m->image_len / page, m->committed / page, atl_drop);
+    dropped += atl_drop_zeros(m, m->image_len / page, m->committed / page, atl_drop, 1);
     size_t kept = m->capacity < ATL_KEEP_RESIDENT ? m->capacity : ATL_KEEP_RESIDENT;
     if (kept > m->committed)
       atl_drop(m->base + m->committed, kept - m->committed);
