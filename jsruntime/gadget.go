@@ -183,6 +183,18 @@ func (g *Gadget) console(l runtime.ConsoleLine) {
 	}
 }
 
+// Trim trims the live engine instance, if any (runtime.Instance.Trim: the pages it would read
+// the same from fresh memory go back to the kernel), and returns the bytes given back. It
+// waits for a call in flight.
+func (g *Gadget) Trim() int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.inst == nil {
+		return 0
+	}
+	return g.inst.Trim()
+}
+
 // Close releases the live instance. Idempotent.
 func (g *Gadget) Close() error {
 	g.mu.Lock()

@@ -41,6 +41,7 @@ type actor struct {
 	loadErr   error
 
 	lastUsed atomic.Int64 // unix nanoseconds
+	trimmed  atomic.Int64 // the lastUsed the instance was last trimmed at (trim)
 	mem      *memAccount  // the instance's memory under the workspace and host quotas
 	binds    bool         // the gadget may call bindings: calls carry the call chain
 	topics   actorTopics
@@ -60,6 +61,9 @@ type actor struct {
 // retires it (componentExec for a component, jsruntime.Gadget for a JS gadget).
 type runner interface {
 	Call(ctx context.Context, fn string, args ...any) (any, error)
+	// Trim gives the kernel back the live instance's memory that a fresh instance would read
+	// the same (runtime.Instance.Trim) and returns its bytes.
+	Trim() int64
 	Close() error
 }
 
@@ -410,6 +414,17 @@ func (a *actor) settled() bool {
 // pinned reports whether stubs hold resources of the live instance, which keeps it from
 // being evicted as idle; the caller holds the turn.
 func (a *actor) pinned() bool { return a.comp != nil && a.comp.pinned() }
+
+// trimLocked trims the live instance once it has gone idle (see overseer.evictIdle): it stays
+// loaded, with its state, and pays a minor fault for each page its next call touches again.
+// The caller holds the turn, which is released.
+func (a *actor) trimLocked() {
+	if !a.closed && a.exec != nil {
+		a.exec.Trim()
+	}
+	a.trimmed.Store(a.lastUsed.Load())
+	a.unlock()
+}
 
 // retire waits for the call in flight and the last commit, then stops the actor.
 func (a *actor) retire() {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -257,5 +258,39 @@ func TestBlueprints(t *testing.T) {
 	imported := await(t, bws.Call(ctx, "importBlueprint", archive)).(string)
 	if got := await(t, bws.Call(ctx, "createGadgetFromBlueprint", imported, "mine").Call(ctx, "connect").Call(ctx, "increment", 2)); got != float64(2) {
 		t.Fatalf("gadget from an imported blueprint: increment = %v", got)
+	}
+}
+
+// TestIdleInstancesTrimmed checks that the instances of gadgets idle for GadgetTrim, a
+// component's and a JS gadget's, are trimmed once per idle period and stay live, and that
+// their next calls answer with the state intact.
+func TestIdleInstancesTrimmed(t *testing.T) {
+	s := startServer(t, filepath.Join(t.TempDir(), "a.db"), func(c *kernel.Config) {
+		c.GadgetTrim, c.GadgetIdle = 20*time.Millisecond, time.Hour
+	})
+	ws, _, counter := home(t, s.user(t, "ada")) // the count is 1
+	todo := ws.Call(ctx, "createGadget", "todo", jsFiles(t, todoJSGadget), jsGrants).Call(ctx, "connect")
+	await(t, todo.Call(ctx, "add", "buy milk"))
+	waitTrimmed := func(round int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for st := s.k.Stats(); st.Trimmed != 2; st = s.k.Stats() {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: instances not trimmed: %+v", round, st)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if st := s.k.Stats(); st.Actors != 2 {
+			t.Fatalf("round %d: trimmed instances were evicted: %+v", round, st)
+		}
+	}
+	for round := 1; round <= 2; round++ {
+		waitTrimmed(round)
+		if got := await(t, counter.Call(ctx, "increment", 1)); got != float64(1+round) {
+			t.Fatalf("round %d: increment after the trim = %v, want %d", round, got, 1+round)
+		}
+		if got := await(t, todo.Call(ctx, "list")); !reflect.DeepEqual(got, []any{todoItem(1, "buy milk", false)}) {
+			t.Fatalf("round %d: list after the trim = %v", round, got)
+		}
 	}
 }

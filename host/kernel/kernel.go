@@ -97,6 +97,12 @@ type Config struct {
 	SignupsDisabled bool
 	// GadgetIdle evicts a gadget's instance after this long without calls (1 minute).
 	GadgetIdle time.Duration
+	// GadgetTrim trims a gadget's instance after this long without calls (15 seconds): the
+	// pages of its memories that a fresh instance would read the same (zeros, and the pages
+	// of its code's memory image it only read) go back to the kernel, so that an idle
+	// instance's resident memory is what it wrote (runtime.Instance.Trim). Its next call
+	// faults such pages in again. Trimming happens once per idle period, before GadgetIdle.
+	GadgetTrim time.Duration
 	// WorkspaceIdle stops a workspace's overseer after this long without use once none of its
 	// gadgets has an instance (5 minutes).
 	WorkspaceIdle time.Duration
@@ -183,6 +189,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.WorkspaceIdle <= 0 {
 		c.WorkspaceIdle = 5 * time.Minute
+	}
+	if c.GadgetTrim <= 0 {
+		c.GadgetTrim = 15 * time.Second
 	}
 	if c.MaxCode <= 0 {
 		c.MaxCode = 32 << 20
@@ -443,6 +452,9 @@ type Stats struct {
 	Workspaces int
 	// Actors is the number of gadgets with a live (or loading) actor.
 	Actors int
+	// Trimmed is the number of those actors whose instance was trimmed (Config.GadgetTrim)
+	// and has not been called since.
+	Trimmed int
 	// Subscriptions is the number of live subscriptions.
 	Subscriptions int
 	// Components is the number of programs held (compiled components and JS bundles, shared by
@@ -457,6 +469,11 @@ func (k *Kernel) Stats() Stats {
 	for _, ov := range ovs {
 		ov.mu.RLock()
 		st.Actors += len(ov.actors)
+		for _, a := range ov.actors {
+			if a.trimmed.Load() == a.lastUsed.Load() {
+				st.Trimmed++
+			}
+		}
 		ov.mu.RUnlock()
 	}
 	return st

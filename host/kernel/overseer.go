@@ -103,7 +103,7 @@ func (ov *overseer) touch() { ov.lastUsed.Store(time.Now().UnixNano()) }
 
 func (ov *overseer) loop() {
 	defer close(ov.done)
-	tick := min(ov.k.cfg.GadgetIdle, ov.k.cfg.WorkspaceIdle) / 4
+	tick := min(min(ov.k.cfg.GadgetIdle, ov.k.cfg.WorkspaceIdle)/4, ov.k.cfg.GadgetTrim)
 	t := time.NewTicker(max(tick, time.Millisecond))
 	defer t.Stop()
 	for {
@@ -155,21 +155,31 @@ func (ov *overseer) shutdown() {
 	_ = ov.lease.Release(context.Background())
 }
 
-// evictIdle retires the instances idle for GadgetIdle and reports whether the whole workspace
-// has been idle for WorkspaceIdle with no instance left (the gatekeeper queue is in the store).
+// evictIdle retires the instances idle for GadgetIdle, trims those idle for GadgetTrim that
+// were not trimmed since their last call, and reports whether the whole workspace has been
+// idle for WorkspaceIdle with no instance left (the gatekeeper queue is in the store).
 func (ov *overseer) evictIdle() bool {
 	now := time.Now()
 	ov.mu.Lock()
-	var idle []*actor
+	var idle, trim []*actor
 	for _, a := range ov.actors {
-		if now.Sub(time.Unix(0, a.lastUsed.Load())) >= ov.k.cfg.GadgetIdle && ov.takeIdleLocked(a) {
-			idle = append(idle, a)
+		used := a.lastUsed.Load()
+		switch since := now.Sub(time.Unix(0, used)); {
+		case since >= ov.k.cfg.GadgetIdle:
+			if ov.takeIdleLocked(a) {
+				idle = append(idle, a)
+			}
+		case since >= ov.k.cfg.GadgetTrim && a.trimmed.Load() != used && a.loaded() && a.tryLock():
+			trim = append(trim, a)
 		}
 	}
 	empty := len(ov.actors) == 0
 	ov.mu.Unlock()
 	for _, a := range idle {
 		a.closeLocked()
+	}
+	for _, a := range trim {
+		a.trimLocked()
 	}
 	return empty && now.Sub(time.Unix(0, ov.lastUsed.Load())) >= ov.k.cfg.WorkspaceIdle
 }

@@ -510,6 +510,23 @@ func (in *Instance) DropResource(ctx context.Context, h wit.Handle) error {
 	return err
 }
 
+// Trim gives the kernel back, for good, the resident pages of the instance's linear memories
+// that the guest would read the same from fresh memory: pages holding only zeros and pages of
+// its component's memory image that it only read (which other instances map too, but which
+// VmRSS counts once per instance). It returns the bytes given back. The guest cannot tell,
+// and its state is untouched; a later call that touches such a page faults it in again (a
+// minor fault), so it is meant for an idle instance, not between busy calls. It waits for a
+// call in flight; a closed or retired instance has nothing to trim. Without the runtime's
+// memory creator (Config.MemoryImages, Config.Pooling) it does nothing.
+func (in *Instance) Trim() int64 {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.usable() != nil {
+		return 0
+	}
+	return in.store.Trim()
+}
+
 // usable returns why the instance cannot run anything, or nil.
 func (in *Instance) usable() error {
 	switch {

@@ -90,6 +90,17 @@ func (s *Slot) DropResource(ctx context.Context, gen uint64, h wit.Handle) error
 	return inst.DropResource(ctx, h)
 }
 
+// Trim trims the live instance, if any (Instance.Trim), and returns the bytes given back.
+func (s *Slot) Trim() int64 {
+	s.mu.Lock()
+	inst := s.inst
+	s.mu.Unlock()
+	if inst == nil {
+		return 0
+	}
+	return inst.Trim()
+}
+
 // Close closes the live instance, if any. Idempotent.
 func (s *Slot) Close() error {
 	s.mu.Lock()

@@ -8,8 +8,9 @@
 // node with its bbolt file, with the same load), the gatekeeper hop (a gatekeeper's HTTP call
 // next to the same plain Go HTTP call, with the difference), then the other benchmarks (Cap'n
 // Web, kernel, cluster failover, the host bytes a lifted result costs per byte, the private
-// dirty memory of a live gadget instance, 100 parallel logins, the model provider client's
-// delay per token, the hostile-tenant soak) with their extra metrics.
+// dirty memory of a live gadget instance and its resident memory before and after it is
+// trimmed (InstanceRSS), 100 parallel logins, the model provider client's delay per token,
+// the hostile-tenant soak) with their extra metrics.
 //
 //	go run ./tests/bench                  # all benchmarks, 1s each
 //	go run ./tests/bench -benchtime 200ms # quicker, noisier

@@ -74,8 +74,9 @@ func (p *inProcess) quiet() {
 	p.mu.Unlock()
 }
 
-// startInProcess starts a kernel with its data file in dir; it stops when tb ends.
-func startInProcess(tb testing.TB, dir string) *inProcess {
+// startInProcess starts a kernel with its data file in dir, its configuration changed by
+// opts; it stops when tb ends.
+func startInProcess(tb testing.TB, dir string, opts ...func(*kernel.Config)) *inProcess {
 	tb.Helper()
 	db, err := store.Open(filepath.Join(dir, "atelier.db"))
 	if err != nil {
@@ -87,7 +88,11 @@ func startInProcess(tb testing.TB, dir string) *inProcess {
 	}
 	// Benchmarks measure how many calls a workspace can make: no calls_per_second quota, and
 	// room for one live instance per client (BenchmarkPath runs 100, one gadget each).
-	k := kernel.New(kernel.Config{Runtime: rt, Store: db, Password: auth.TestParams, Quotas: benchQuotas})
+	cfg := kernel.Config{Runtime: rt, Store: db, Password: auth.TestParams, Quotas: benchQuotas}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	k := kernel.New(cfg)
 	p := &inProcess{rt: rt, db: db, k: k}
 	p.ended = sync.NewCond(&p.mu)
 	p.srv = httptest.NewServer(p.serve(gateway.New(gateway.Config{Kernel: k})))
@@ -299,9 +304,10 @@ func BenchmarkKV(b *testing.B) {
 }
 
 // BenchmarkFootprint measures memory: per idle workspace (created, its overseer running, no
-// gadget), per idle gadget (created in a running workspace, never called: no instance) and per
+// gadget), per idle gadget (created in a running workspace, never called: no instance), per
 // live instance (a gadget called once, so its instance stays until evicted) of the Go and of
-// the JavaScript counter. One op builds a fresh kernel and creates the batch; heap-B/<item> is
+// the JavaScript counter, and per trimmed instance (100 of them, called once and left idle
+// until the kernel trimmed them: Config.GadgetTrim, here 100 ms). One op builds a fresh kernel and creates the batch; heap-B/<item> is
 // the Go heap growth after GC, rss-B/<item> the process's resident memory growth (which
 // includes Wasmtime's allocations, and pages of files such as compiled code that the batch
 // made resident, and a page of a shared image once per instance that maps it),
@@ -362,6 +368,39 @@ func BenchmarkFootprint(b *testing.B) {
 				b.ReportMetric(float64(p.k.Stats().Actors), "actors")
 			}
 		})
+	}
+	for _, g := range []struct{ name, dir string }{{"go", counterGo}, {"js", counterJS}} {
+		b.Run("trimmed_instance/"+g.name, func(b *testing.B) {
+			const n = 100
+			code := guesttest.Bytes(b, g.dir)
+			for range b.N {
+				p := startInProcess(b, b.TempDir(), func(c *kernel.Config) { c.GadgetTrim, c.GadgetIdle = 100*time.Millisecond, time.Hour })
+				acc := newAccount(b, p.url, "bench")
+				withSession(b, p.url, func(s *session) {
+					counterFleet(b, s, acc, code, n+1)
+					must(b, "get", acc.connect(s, counterName(0)).Call(bg, "get"))
+					waitTrimmed(b, p.k, 1)
+				})
+				measureFootprint(b, p, "instance", n, func(s *session) {
+					for i := 1; i <= n; i++ {
+						must(b, "get", acc.connect(s, counterName(i)).Call(bg, "get"))
+					}
+					waitTrimmed(b, p.k, n+1)
+				})
+				b.ReportMetric(float64(p.k.Stats().Actors), "actors")
+			}
+		})
+	}
+}
+
+// waitTrimmed waits until k holds n trimmed instances (kernel.Stats.Trimmed).
+func waitTrimmed(b *testing.B, k *kernel.Kernel, n int) {
+	deadline := time.Now().Add(time.Minute)
+	for k.Stats().Trimmed < n {
+		if time.Now().After(deadline) {
+			b.Fatalf("%d instances trimmed after a minute, want %d", k.Stats().Trimmed, n)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

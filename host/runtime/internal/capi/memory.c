@@ -65,6 +65,9 @@ static void atl_leave(atl_entry_t prev) {
 // user does not fault them in again); its other pages go back to the kernel.
 #define ATL_KEEP_RESIDENT ((size_t)4 << 20)
 
+// Bits for the pages of the first ATL_KEEP_RESIDENT bytes of a memory, at the smallest page size.
+#define ATL_KEEP_BITS (ATL_KEEP_RESIDENT / 4096)
+
 // Memories in use by stores, freed memories kept in pools, and memories mapped from an image,
 // in the whole process.
 static int64_t atl_live, atl_pooled, atl_imaged;
@@ -88,6 +91,13 @@ struct atl_memory {
   size_t capacity;  // growth up to here never moves base
   size_t image_len; // bytes from base mapped privately from an image's memfd (0: none)
   atl_memory_t *made_next; // the memory created before it by the same instantiation
+  atl_memory_t *store_next, *store_prev; // its neighbours in cap->mems while in use
+  // The pages in the first ATL_KEEP_RESIDENT bytes that atl_store_trim dropped (resident,
+  // all zero) since the memory was last scrubbed, one bit each; atl_scrub populates them
+  // again, so that the next user's start-up, which likely touches the same pages, does not
+  // fault them in. `dropped` says whether any bit is set.
+  uint8_t dropped_bits[ATL_KEEP_BITS / 8];
+  int dropped;
 };
 
 // The memory creator's state (its env): freed memories kept for reuse, most recent last. Every
@@ -246,7 +256,9 @@ static void atl_unmap(atl_memory_t *m) {
 // fresh anonymous memory (MADV_DONTNEED would bring back the file's content, not zeros).
 // Populated pages in the first ATL_KEEP_RESIDENT bytes are cleared in place (they stay
 // populated for the next user); every other page (never touched, swapped out, or above the
-// limit) is dropped with MADV_DONTNEED, after which it reads as zero. 0 on success.
+// limit) is dropped with MADV_DONTNEED, after which it reads as zero; of those in the first
+// ATL_KEEP_RESIDENT bytes, the ones an idle trim dropped (dropped_bits) are populated again
+// with zeros, as if never trimmed. 0 on success.
 static int atl_scrub(atl_memory_t *m) {
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
   size_t pages = m->committed / page;
@@ -276,9 +288,17 @@ static int atl_scrub(atl_memory_t *m) {
         memset(p, 0, len);
       else if (madvise(p, len, MADV_DONTNEED) != 0)
         return -1;
+      else if (m->dropped)
+        for (size_t k = at + i; k < at + j; k++)
+          if (m->dropped_bits[k / 8] & (1u << (k % 8)))
+            *(volatile uint8_t *)(m->base + k * page) = 0; // populated, zero
       i = j;
     }
     at += n;
+  }
+  if (m->dropped) {
+    memset(m->dropped_bits, 0, sizeof m->dropped_bits);
+    m->dropped = 0;
   }
   if (pages > keep && madvise(m->base + keep * page, (pages - keep) * page, MADV_DONTNEED) != 0)
     return -1;
@@ -305,6 +325,37 @@ static int atl_give_back(uint8_t *p, size_t len) {
   return errno == EINVAL ? madvise(p, len, MADV_DONTNEED) : -1;
 }
 
+// Hands each run of resident pages in [from, to) (page numbers from m->base, inside the
+// read-write range) that hold only zeros to `drop`, and returns how many pages it took; with
+// `mark`, the pages taken in the first ATL_KEEP_RESIDENT bytes are marked in m->dropped_bits.
+// A failed mincore stops the scan (the pages left are kept, which is correct too, only larger).
+static int64_t atl_drop_zeros(atl_memory_t *m, size_t from, size_t to,
+                              int (*drop)(uint8_t *, size_t), int mark) {
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  int64_t dropped = 0;
+  unsigned char vec[4096];
+  for (size_t at = from; at < to;) {
+    size_t n = to - at < sizeof vec ? to - at : sizeof vec;
+    if (mincore(m->base + at * page, n * page, vec) != 0)
+      return dropped;
+    for (size_t i = 0; i < n;) {
+      size_t j = i;
+      while (j < n && (vec[j] & 1) && atl_page_is_zero(m->base + (at + j) * page, page))
+        j++;
+      if (j > i && drop(m->base + (at + i) * page, (j - i) * page) == 0) {
+        dropped += (int64_t)(j - i);
+        for (size_t k = at + i; mark && k < at + j && k < ATL_KEEP_RESIDENT / page; k++) {
+          m->dropped_bits[k / 8] |= (uint8_t)(1u << (k % 8));
+          m->dropped = 1;
+        }
+      }
+      i = j + 1;
+    }
+    at += n;
+  }
+  return dropped;
+}
+
 // Gives the kernel back the pages of a memory that read as zero once its instance has started,
 // so that a live instance's dirty memory is only the pages it wrote something into. A guest's
 // start-up often writes zeros over fresh memory (the Go runtime's page allocator clears every
@@ -319,25 +370,75 @@ static int atl_give_back(uint8_t *p, size_t len) {
 // which is correct too, only larger.
 static void atl_trim(atl_memory_t *m) {
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
-  size_t from = m->image_len / page, to = m->committed / page;
-  unsigned char vec[4096];
-  for (size_t at = from; at < to;) {
-    size_t n = to - at < sizeof vec ? to - at : sizeof vec;
-    if (mincore(m->base + at * page, n * page, vec) != 0)
-      return;
+  int64_t n = atl_drop_zeros(m, m->image_len / page, m->committed / page, atl_give_back, 0);
+  __atomic_add_fetch(&atl_trimmed, n, __ATOMIC_RELAXED);
+  size_t kept = m->capacity < ATL_KEEP_RESIDENT ? m->capacity : ATL_KEEP_RESIDENT;
+  if (kept > m->committed)
+    atl_give_back(m->base + m->committed, kept - m->committed);
+}
+
+// Drops len bytes of pages at p for good (MADV_DONTNEED): an anonymous page reads as zero
+// afterwards, a private file page as the file's content. 0 on success.
+static int atl_drop(uint8_t *p, size_t len) { return madvise(p, len, MADV_DONTNEED); }
+
+// /proc/self/pagemap, opened on first use by atl_pagemap_open (-1: unavailable).
+static int atl_pagemap = -1;
+static pthread_once_t atl_pagemap_once = PTHREAD_ONCE_INIT;
+
+static void atl_pagemap_open(void) {
+  atl_pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+}
+
+// Bits of a pagemap entry (Documentation/admin-guide/mm/pagemap.rst): the page is present, and
+// it is a page of the file (or shared memory) rather than anonymous memory of this process;
+// both set in a private file mapping: the file's page, mapped in by a read and never written.
+#define ATL_PM_PRESENT ((uint64_t)1 << 63)
+#define ATL_PM_FILE ((uint64_t)1 << 61)
+#define ATL_PM_READ_ONLY (ATL_PM_PRESENT | ATL_PM_FILE)
+
+// Drops the resident pages of a memory's image range that the guest only read: they are the
+// memfd's own pages mapped in, which a later read maps again, whereas a page the guest wrote
+// is its private anonymous copy (no ATL_PM_FILE) and is kept. Without pagemap nothing is
+// dropped. Returns the pages dropped.
+static int64_t atl_drop_image_reads(atl_memory_t *m) {
+  pthread_once(&atl_pagemap_once, atl_pagemap_open);
+  if (atl_pagemap < 0)
+    return 0;
+  size_t page = (size_t)sysconf(_SC_PAGESIZE), pages = m->image_len / page;
+  uint64_t first = (uint64_t)(uintptr_t)m->base / page;
+  int64_t dropped = 0;
+  uint64_t ent[512];
+  for (size_t at = 0; at < pages;) {
+    size_t n = pages - at < 512 ? pages - at : 512;
+    size_t len = n * sizeof ent[0];
+    if (pread(atl_pagemap, ent, len, (off_t)((first + at) * sizeof ent[0])) != (ssize_t)len)
+      return dropped;
     for (size_t i = 0; i < n;) {
       size_t j = i;
-      while (j < n && (vec[j] & 1) && atl_page_is_zero(m->base + (at + j) * page, page))
+      while (j < n && (ent[j] & ATL_PM_READ_ONLY) == ATL_PM_READ_ONLY)
         j++;
-      if (j > i && atl_give_back(m->base + (at + i) * page, (j - i) * page) == 0)
-        __atomic_add_fetch(&atl_trimmed, (int64_t)(j - i), __ATOMIC_RELAXED);
+      if (j > i && atl_drop(m->base + (at + i) * page, (j - i) * page) == 0)
+        dropped += (int64_t)(j - i);
       i = j + 1;
     }
     at += n;
   }
-  size_t kept = m->capacity < ATL_KEEP_RESIDENT ? m->capacity : ATL_KEEP_RESIDENT;
-  if (kept > m->committed)
-    atl_give_back(m->base + m->committed, kept - m->committed);
+  return dropped;
+}
+
+int64_t atl_store_trim(atl_memcap_t *c) {
+  if (c == NULL)
+    return 0;
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  int64_t dropped = 0;
+  for (atl_memory_t *m = c->mems; m != NULL; m = m->store_next) {
+    dropped += atl_drop_image_reads(m);
+    dropped += atl_drop_zeros(m, m->image_len / page, m->committed / page, atl_drop, 1);
+    size_t kept = m->capacity < ATL_KEEP_RESIDENT ? m->capacity : ATL_KEEP_RESIDENT;
+    if (kept > m->committed)
+      atl_drop(m->base + m->committed, kept - m->committed);
+  }
+  return dropped;
 }
 
 // Keeps a freed memory in its pool (scrubbed) if there is room; 0 when it was not kept.
@@ -381,6 +482,13 @@ static atl_memory_t *atl_pool_take(atl_pool_t *p, size_t guard, size_t capacity)
 
 static void atl_free_memory(void *env) {
   atl_memory_t *m = env;
+  if (m->store_prev != NULL)
+    m->store_prev->store_next = m->store_next;
+  else
+    m->cap->mems = m->store_next;
+  if (m->store_next != NULL)
+    m->store_next->store_prev = m->store_prev;
+  m->store_next = m->store_prev = NULL;
   atl_uncharge(m->cap, m->committed);
   atl_memcap_release(m->cap);
   m->cap = NULL;
@@ -501,6 +609,11 @@ static wasmtime_error_t *atl_new_memory(void *env, const wasm_memorytype_t *ty, 
   }
   m->size = minimum;
   m->cap = cap;
+  m->store_prev = NULL;
+  m->store_next = cap->mems;
+  if (cap->mems != NULL)
+    cap->mems->store_prev = m;
+  cap->mems = m;
   m->made_next = NULL;
   if (atl_queue != NULL) {
     m->made_next = atl_queue->made;

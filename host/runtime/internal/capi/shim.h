@@ -56,6 +56,8 @@ wasmtime_error_t *atl_resource_host_new(wasmtime_context_t *ctx, bool owned, uin
 
 // memory.c: Atelier's memory creator.
 
+struct atl_memory;
+
 // The memory budget of one store, shared by the store and each of its memories (refs counts
 // them): all its linear memories and its tables' reserve together stay within `cap`.
 typedef struct atl_memcap {
@@ -64,6 +66,7 @@ typedef struct atl_memcap {
   uint32_t refused; // set when the budget refused a memory or a growth; cleared by the Go side
   uint32_t refs;
   char refusal[192]; // the latest refusal's message (NUL-terminated; valid while refused)
+  struct atl_memory *mems; // the store's memories in use (memory.c); set by the creator only
 } atl_memcap_t;
 
 // A memory an instantiation is expected to create (dataseg.Memory): its limits as Wasmtime
@@ -125,6 +128,12 @@ int64_t atl_trimmed_pages(void);
 // charged already, else *mem is NULL. NULL when out of memory.
 wasmtime_store_t *atl_store_new(wasm_engine_t *engine, uintptr_t handle, int capped, uint64_t cap,
                                 uint64_t reserve, atl_memcap_t **mem);
+// Gives the kernel back, for good (MADV_DONTNEED), the pages of the store's memories (mem, which
+// may be NULL) that the guest would read the same from a fresh mapping: resident pages of
+// anonymous memory that hold only zeros, pages of an image the guest only read (when
+// /proc/self/pagemap says which), and pooled zero pages above the committed size. Returns the
+// host pages given back. Not while the store runs, creates or frees memories.
+int64_t atl_store_trim(atl_memcap_t *mem);
 // Deletes the store, then drops its reference to mem (may be NULL).
 void atl_store_delete(wasmtime_store_t *store, atl_memcap_t *mem);
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"sync/atomic"
 	"unsafe"
 
@@ -175,6 +176,18 @@ func (s *Store) ClearMemoryRefused() {
 	if s.mem != nil {
 		s.mem.refused = 0
 	}
+}
+
+// Trim gives the kernel back the pages of the store's linear memories that the guest would
+// read the same from fresh memory (zero pages, image pages it only read; see atl_store_trim in
+// memory.c) and returns how many bytes of them were resident. The guest cannot tell, but its
+// next touch of such a page faults it in again. 0 on engines without EngineConfig.CapMemories.
+// Not during a call.
+func (s *Store) Trim() int64 {
+	if s.mem == nil {
+		return 0
+	}
+	return int64(C.atl_store_trim(s.mem)) * int64(os.Getpagesize())
 }
 
 // Owner returns StoreConfig.Owner.
