@@ -22,7 +22,7 @@ BenchmarkFormats/component-2        	    2000	    300000 ns/op
 		results[r.name] = append(results[r.name], r.nsPerOp)
 	}
 	var b strings.Builder
-	printTables(&b, order, results, map[string]string{})
+	printTables(&b, order, results, nil, map[string]string{})
 	got := strings.Join(strings.Fields(b.String()), " ")
 	for _, want := range []string{
 		"Fetch/gatekeeper 125.50 µs 80.00 µs 45.50 µs",

@@ -53,6 +53,7 @@ func main() {
 
 	results := map[string][]float64{}
 	metrics := map[string]string{}
+	cpu := map[string][]float64{} // cpu-ns/op, of the benchmarks that report it
 	var order []string
 	for _, pkg := range packages {
 		fmt.Fprintf(os.Stderr, "==> benchmarking %s\n", pkg)
@@ -67,9 +68,12 @@ func main() {
 			}
 			results[r.name] = append(results[r.name], r.nsPerOp)
 			metrics[r.name] = r.metrics
+			if r.cpuPerOp > 0 {
+				cpu[r.name] = append(cpu[r.name], r.cpuPerOp)
+			}
 		}
 	}
-	printTables(os.Stdout, order, results, metrics)
+	printTables(os.Stdout, order, results, cpu, metrics)
 }
 
 func runBench(pkg, filter, benchtime string, count int) ([]byte, error) {
@@ -83,9 +87,10 @@ func runBench(pkg, filter, benchtime string, count int) ([]byte, error) {
 }
 
 type result struct {
-	name    string
-	nsPerOp float64
-	metrics string // the benchmark's own metrics (b.ReportMetric), as printed
+	name     string
+	nsPerOp  float64
+	cpuPerOp float64 // the cpu-ns/op metric, 0 when the benchmark reports none
+	metrics  string  // the benchmark's own metrics (b.ReportMetric), as printed
 }
 
 var (
@@ -117,7 +122,13 @@ func parse(out []byte) []result {
 		if err != nil {
 			continue
 		}
-		rs = append(rs, result{name: strings.TrimPrefix(m[1], "Benchmark"), nsPerOp: ns, metrics: ownMetrics(m[3])})
+		r := result{name: strings.TrimPrefix(m[1], "Benchmark"), nsPerOp: ns, metrics: ownMetrics(m[3])}
+		for _, mm := range metric.FindAllStringSubmatch(m[3], -1) {
+			if mm[2] == "cpu-ns/op" {
+				r.cpuPerOp, _ = strconv.ParseFloat(mm[1], 64)
+			}
+		}
+		rs = append(rs, r)
 	}
 	return rs
 }
@@ -129,9 +140,10 @@ func median(xs []float64) float64 {
 }
 
 // printTables prints each table of pairs (X<slow> next to X<fast>, see pairs) that has rows,
-// with their ratio, the tables of hops (see hops), then everything else; metrics are those of
-// a benchmark's last run.
-func printTables(w io.Writer, order []string, results map[string][]float64, metrics map[string]string) {
+// with their ratio of wall time and, when both report cpu-ns/op, of this process's CPU time
+// (steadier on a shared machine), the tables of hops (see hops), then everything else;
+// metrics are those of a benchmark's last run.
+func printTables(w io.Writer, order []string, results, cpu map[string][]float64, metrics map[string]string) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	paired := map[string]bool{}
 	for _, p := range pairs {
@@ -146,14 +158,18 @@ func printTables(w io.Writer, order []string, results map[string][]float64, metr
 				continue
 			}
 			slow, f := median(results[name]), median(fast)
-			rows = append(rows, fmt.Sprintf("%s\t%s\t%s\t%.2fx\t\t%s\n", op, human(slow), human(f), slow/f, metrics[name]))
+			cpuRatio := "-"
+			if cs, cf := cpu[name], cpu[op+p.fast]; len(cs) > 0 && len(cf) > 0 {
+				cpuRatio = fmt.Sprintf("%.2fx", median(cs)/median(cf))
+			}
+			rows = append(rows, fmt.Sprintf("%s\t%s\t%s\t%.2fx\t%s\t\t%s\n", op, human(slow), human(f), slow/f, cpuRatio, metrics[name]))
 			paired[name], paired[op+p.fast] = true, true
 		}
 		if len(rows) == 0 {
 			continue
 		}
 		fmt.Fprintln(w, "\n"+p.title)
-		fmt.Fprintf(tw, "operation\t%s\t%s\tratio\t\tmetrics of %s\n", p.slowName, p.fastName, p.slowName)
+		fmt.Fprintf(tw, "operation\t%s\t%s\tratio\tCPU ratio\t\tmetrics of %s\n", p.slowName, p.fastName, p.slowName)
 		for _, r := range rows {
 			fmt.Fprint(tw, r)
 		}
