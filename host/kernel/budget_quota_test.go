@@ -42,7 +42,9 @@ func withQuotas(l quota.Limits) option {
 // workspace can make.
 func unlimitedCalls(c *kernel.Config) { c.Quotas.CallsPerSecond = quota.Unlimited }
 
-// hogs creates hog gadgets in ws, one after the other (each creation over before the next).
+// hogs creates hog gadgets in ws and connects to each, one after the other (each creation and
+// connection over before the next: connecting loads the gadget's instance, so a connection
+// still loading when a test's calls begin would be neither idle nor evictable).
 func hogs(t *testing.T, ws *capnweb.Promise, names ...string) map[string]*capnweb.Promise {
 	t.Helper()
 	out := map[string]*capnweb.Promise{}
@@ -50,6 +52,7 @@ func hogs(t *testing.T, ws *capnweb.Promise, names ...string) map[string]*capnwe
 		g := ws.Call(ctx, "createGadget", n, hogJS, jsGrants)
 		await(t, g.Call(ctx, "info"))
 		out[n] = g.Call(ctx, "connect")
+		await(t, out[n])
 	}
 	return out
 }
