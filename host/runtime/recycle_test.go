@@ -59,14 +59,6 @@ func testRecycledMemoryIsClean(t *testing.T, firstComp func(*runtime.Runtime) *r
 		return inst
 	}
 	instantiate := func() *runtime.Instance { t.Helper(); return instantiateComp(f.echo) }
-	call := func(inst *runtime.Instance, fn string, args ...any) any {
-		t.Helper()
-		got, err := inst.Call(ctx, fn, args...)
-		if err != nil {
-			t.Fatalf("%s%v: %v", fn, args, err)
-		}
-		return got
-	}
 	addrs := markedAddrs(pages)
 
 	var first *runtime.Instance
@@ -80,13 +72,13 @@ func testRecycledMemoryIsClean(t *testing.T, firstComp func(*runtime.Runtime) *r
 		}
 		checkMemory(t, first, "", imaged(1, 0, 5).memory())
 	}
-	if got := call(first, "try-grow", pages-1); got != int32(1) {
+	if got := call(t, first, nil, "try-grow", pages-1); got != int32(1) {
 		t.Fatalf("try-grow(%d) = %v", pages-1, got)
 	}
 	for _, a := range addrs {
-		call(first, "poke", a, 0xA5)
+		call(t, first, nil, "poke", a, 0xA5)
 	}
-	if got := call(first, "peek", uint32(pages*wasmPage-1)); got != uint8(0xA5) {
+	if got := call(t, first, nil, "peek", uint32(pages*wasmPage-1)); got != uint8(0xA5) {
 		t.Fatalf("marker not written: %v", got)
 	}
 	pooled := capi.PooledMemories()
@@ -104,19 +96,19 @@ func testRecycledMemoryIsClean(t *testing.T, firstComp func(*runtime.Runtime) *r
 		t.Helper()
 		for _, a := range addrs {
 			if a < below*wasmPage {
-				if got := call(inst, "peek", a); got != uint8(0) {
+				if got := call(t, inst, nil, "peek", a); got != uint8(0) {
 					t.Fatalf("byte %d of a recycled memory = %v, want 0", a, got)
 				}
 			}
 		}
 	}
 	checkZero(second, 1)
-	if got := call(second, "try-grow", pages-1); got != int32(1) {
+	if got := call(t, second, nil, "try-grow", pages-1); got != int32(1) {
 		t.Fatalf("try-grow(%d) = %v", pages-1, got)
 	}
 	checkZero(second, pages)
 	for _, a := range addrs { // dirty it again for the third instance
-		call(second, "poke", a, 0x5A)
+		call(t, second, nil, "poke", a, 0x5A)
 	}
 	second.Close()
 
@@ -225,14 +217,6 @@ func TestStartupZerosTrimmed(t *testing.T) {
 	defer rt.Close()
 	ctx := context.Background()
 	comp := compileText(t, rt, zeroStartWAT)
-	call := func(inst *runtime.Instance, fn string, args ...any) any {
-		t.Helper()
-		got, err := inst.Call(ctx, fn, args...)
-		if err != nil {
-			t.Fatalf("%s%v: %v", fn, args, err)
-		}
-		return got
-	}
 	want := int64(8*wasmPage/os.Getpagesize() - 1)
 	for _, round := range []string{"fresh", "recycled"} {
 		pooled, trimmed := capi.PooledMemories(), capi.TrimmedPages()
@@ -251,15 +235,15 @@ func TestStartupZerosTrimmed(t *testing.T) {
 			if a == 200000 {
 				want = 7
 			}
-			if got := call(inst, "peek", a); got != want {
+			if got := call(t, inst, nil, "peek", a); got != want {
 				t.Fatalf("%s memory: byte %d = %v after the trim, want %d", round, a, got, want)
 			}
 		}
 		for _, a := range markedAddrs(8) { // the next round reuses this memory, dirty
-			call(inst, "poke", a, uint8(0xA5))
+			call(t, inst, nil, "poke", a, uint8(0xA5))
 		}
 		for _, a := range []uint32{0, 4096, 299776, 8*wasmPage - 1} {
-			if got := call(inst, "peek", a); got != uint8(0xA5) {
+			if got := call(t, inst, nil, "peek", a); got != uint8(0xA5) {
 				t.Fatalf("%s memory: byte %d = %v after a write, want 0xA5", round, a, got)
 			}
 		}

@@ -1,7 +1,6 @@
 package runtime_test
 
 import (
-	"context"
 	"os"
 	goruntime "runtime"
 	"testing"
@@ -20,19 +19,10 @@ func TestTrimKeepsInstance(t *testing.T) {
 	rt := newRuntime(t, runtime.Config{NoCache: true, KeepMemories: 1})
 	m := imgModule{min: 8, seed: 5, segs: [][2]uint32{{16, 6000}, {7000, 6000}, {14000, 5000}}}
 	comp := compileText(t, rt, "(component "+m.wat("$m")+"(core instance $i (instantiate $m))"+lifts("", "$i")+")")
-	ctx := context.Background()
-	call := func(inst *runtime.Instance, fn string, args ...any) any {
-		t.Helper()
-		got, err := inst.Call(ctx, fn, args...)
-		if err != nil {
-			t.Fatalf("%s%v: %v", fn, args, err)
-		}
-		return got
-	}
 	page := int64(os.Getpagesize())
 	inst := newInstance(t, rt, comp)
 	want := m.memory()
-	if got := call(inst, "try-grow", uint32(2)); got != int32(8) {
+	if got := call(t, inst, nil, "try-grow", uint32(2)); got != int32(8) {
 		t.Fatalf("try-grow(2) = %v, want 8", got)
 	}
 	want = append(want, make([]byte, 2*wasmPage)...)
@@ -46,7 +36,7 @@ func TestTrimKeepsInstance(t *testing.T) {
 		{9*wasmPage + 100, 0x33}, // the growth
 	}
 	for _, p := range pokes {
-		call(inst, "poke", p.addr, p.v)
+		call(t, inst, nil, "poke", p.addr, p.v)
 		want[p.addr] = p.v
 	}
 	checkMemory(t, inst, "", want) // reads every page: the image's are mapped in
@@ -57,16 +47,16 @@ func TestTrimKeepsInstance(t *testing.T) {
 	}
 	checkMemory(t, inst, "", want)
 	for _, p := range pokes {
-		if got := call(inst, "peek", p.addr); got != p.v {
+		if got := call(t, inst, nil, "peek", p.addr); got != p.v {
 			t.Fatalf("peek(%d) = %v after the trim, want %d", p.addr, got, p.v)
 		}
 	}
-	call(inst, "poke", uint32(6000), uint8(0x77)) // into a trimmed image page
-	call(inst, "poke", uint32(5*wasmPage+1), uint8(0x78))
+	call(t, inst, nil, "poke", uint32(6000), uint8(0x77)) // into a trimmed image page
+	call(t, inst, nil, "poke", uint32(5*wasmPage+1), uint8(0x78))
 	want[6000], want[5*wasmPage+1] = 0x77, 0x78
 	inst.Trim()
 	checkMemory(t, inst, "", want)
-	if got := call(inst, "peek", uint32(5*wasmPage+1)); got != uint8(0x78) {
+	if got := call(t, inst, nil, "peek", uint32(5*wasmPage+1)); got != uint8(0x78) {
 		t.Fatalf("peek(%d) = %v after the second trim, want 0x78", 5*wasmPage+1, got)
 	}
 	inst.Close()
@@ -76,7 +66,7 @@ func TestTrimKeepsInstance(t *testing.T) {
 	next := newInstance(t, rt, comp)
 	defer next.Close()
 	checkMemory(t, next, "", m.memory())
-	if got := call(next, "peek", uint32(5*wasmPage+1)); got != uint8(0) {
+	if got := call(t, next, nil, "peek", uint32(5*wasmPage+1)); got != uint8(0) {
 		t.Fatalf("the recycled memory reads %v at %d, want 0", got, 5*wasmPage+1)
 	}
 }

@@ -29,14 +29,8 @@ func BenchmarkInstanceDirty(b *testing.B) {
 	const n = 50
 	for _, dir := range []string{counterGo, counterJS} {
 		b.Run(path.Base(dir), func(b *testing.B) {
-			rt := newRuntime(b, "")
+			rt, comp, h := counterRuntime(b, dir)
 			ctx := context.Background()
-			comp, err := rt.Compile(ctx, guesttest.Bytes(b, dir))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer comp.Close()
-			h := &harness{store: kv.NewMemory(0), bus: events.NewBus()}
 			for range b.N {
 				instantiate := func() *runtime.Instance {
 					inst, err := rt.Instantiate(ctx, comp, h.config("dirty", counterGrants...))
@@ -105,14 +99,8 @@ func BenchmarkInstanceRSS(b *testing.B) {
 	const n = 100
 	for _, dir := range []string{counterGo, counterJS} {
 		b.Run(path.Base(dir), func(b *testing.B) {
-			rt := newRuntime(b, "")
+			rt, comp, h := counterRuntime(b, dir)
 			ctx := context.Background()
-			comp, err := rt.Compile(ctx, guesttest.Bytes(b, dir))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer comp.Close()
-			h := &harness{store: kv.NewMemory(0), bus: events.NewBus()}
 			callAll := func(insts []*runtime.Instance) time.Duration {
 				start := time.Now()
 				for _, inst := range insts {
@@ -127,6 +115,7 @@ func BenchmarkInstanceRSS(b *testing.B) {
 				var rss0 int64
 				var dirty0 smaps.Dirty
 				for i := range insts {
+					var err error
 					if insts[i], err = rt.Instantiate(ctx, comp, h.config("rss", counterGrants...)); err != nil {
 						b.Fatalf("instantiate %s: %v", dir, err)
 					}
@@ -173,4 +162,16 @@ func rssNow(tb testing.TB) int64 {
 		tb.Fatal(err)
 	}
 	return n
+}
+
+// counterRuntime returns a runtime of its own (no instance reuses memory another left
+// populated), the counter gadget in dir compiled on it, and a harness for its instances.
+func counterRuntime(b *testing.B, dir string) (*runtime.Runtime, *runtime.Component, *harness) {
+	rt := newRuntime(b, "")
+	comp, err := rt.Compile(context.Background(), guesttest.Bytes(b, dir))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { comp.Close() })
+	return rt, comp, &harness{store: kv.NewMemory(0), bus: events.NewBus()}
 }
