@@ -108,6 +108,14 @@ func (sn *snapshots) latest(ctx context.Context) (seq, rev uint64, err error) {
 	return ref.Seq, e.Revision(), nil
 }
 
+// isLatest reports whether the reference to the newest snapshot names seq: a write of it that
+// failed as a conflict was this node's own, repeated after its answer was lost (while the
+// bucket's stream changed leaders), or another node's of the same entry.
+func (sn *snapshots) isLatest(ctx context.Context, seq uint64) bool {
+	latest, _, err := sn.latest(ctx)
+	return err == nil && latest == seq
+}
+
 func snapshotName(seq uint64, ext string) string { return fmt.Sprintf("%020d.%s", seq, ext) }
 
 // restore writes the newest snapshot's replica file to path (which must not exist) and
@@ -264,7 +272,7 @@ func (s *Store) Compact(ctx context.Context) (Compaction, error) {
 	} else {
 		_, err = s.snaps.kv.Update(ctx, latestKey, ref, rev)
 	}
-	if err != nil { // the objects stay: they may be the newer snapshot's too (same entry)
+	if err != nil && !s.snaps.isLatest(ctx, st.Seq) { // the objects stay: they may be the newer snapshot's too (same entry)
 		return Compaction{}, fmt.Errorf("compact the log: another node snapshotted meanwhile: %w", err)
 	}
 	done := Compaction{Snapshot: st.Seq}
