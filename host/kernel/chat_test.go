@@ -1,11 +1,11 @@
 package kernel_test
 
 import (
+	"atelier/host/agent/agenttest"
 	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,69 +26,34 @@ func chatServer(t *testing.T, path string, agent kernel.AgentRunner) *server {
 	return s
 }
 
-// chatEvents collects a chat subscription's events; it never blocks the delivery.
-type chatEvents struct {
-	mu   sync.Mutex
-	got  []map[string]any
-	more chan struct{}
-}
+// chatEvents collects a chat subscription's events.
+type chatEvents struct{ *agenttest.Events }
 
-func newChatEvents() *chatEvents { return &chatEvents{more: make(chan struct{}, 1)} }
+func newChatEvents() chatEvents { return chatEvents{agenttest.NewEvents()} }
 
-func (c *chatEvents) fn(v map[string]any) {
-	c.mu.Lock()
-	c.got = append(c.got, v)
-	c.mu.Unlock()
-	select {
-	case c.more <- struct{}{}:
-	default:
-	}
-}
+// fn is the subscription's callback.
+func (c chatEvents) fn(v map[string]any) { c.Fn(v) }
 
 // waitFor returns the first event for which match holds, waiting up to 10 seconds for it.
-func (c *chatEvents) waitFor(t *testing.T, what string, match func(map[string]any) bool) map[string]any {
+func (c chatEvents) waitFor(t *testing.T, what string, match func(map[string]any) bool) map[string]any {
 	t.Helper()
-	deadline := time.After(10 * time.Second)
-	for {
-		c.mu.Lock()
-		for _, e := range c.got {
-			if match(e) {
-				c.mu.Unlock()
-				return e
-			}
-		}
-		n := len(c.got)
-		c.mu.Unlock()
-		select {
-		case <-c.more:
-		case <-deadline:
-			t.Fatalf("no %s among %d events: %v", what, n, c.got)
-		}
-	}
+	return c.WaitFor(t, 10*time.Second, what, match)
 }
 
 // done waits for the n-th "done" event and returns why the run ended.
-func (c *chatEvents) done(t *testing.T, n int) string {
+func (c chatEvents) done(t *testing.T, n int) string {
 	t.Helper()
-	deadline := time.After(10 * time.Second)
-	for {
-		var dones []string
-		c.mu.Lock()
-		for _, e := range c.got {
+	var dones []string
+	c.Await(t, 10*time.Second, fmt.Sprintf("the end of run %d", n), func(got []map[string]any) bool {
+		dones = dones[:0]
+		for _, e := range got {
 			if e["type"] == "done" {
 				dones = append(dones, e["text"].(string))
 			}
 		}
-		c.mu.Unlock()
-		if len(dones) >= n {
-			return dones[n-1]
-		}
-		select {
-		case <-c.more:
-		case <-deadline:
-			t.Fatalf("%d runs ended, want %d", len(dones), n)
-		}
-	}
+		return len(dones) >= n
+	})
+	return dones[n-1]
 }
 
 // history reads one page of a chat's history.

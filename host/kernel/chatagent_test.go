@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -138,9 +137,7 @@ func TestChatAgentRunsStopsRetriesAndSurvivesPanics(t *testing.T) {
 	if why := events.done(t, 5); why != "end" || lastText(t, ws, chatID) != "echo: still there?" {
 		t.Fatalf("after a panic the next run ended with %q", why)
 	}
-	events.mu.Lock()
-	got := slices.Clone(events.got)
-	events.mu.Unlock()
+	got := events.Got()
 	for _, e := range got {
 		if e["type"] == "done" && e["text"] == "forged" {
 			t.Fatal("the agent forged a kernel event")

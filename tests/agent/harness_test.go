@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"atelier/host/agent/agenttest"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -119,65 +119,33 @@ func args(t *testing.T, v any) string {
 	return string(b)
 }
 
-// chatEvents collects a chat subscription's events; it never blocks the delivery.
-type chatEvents struct {
-	mu   sync.Mutex
-	got  []map[string]any
-	more chan struct{}
-}
+// chatEvents collects a chat subscription's events.
+type chatEvents struct{ *agenttest.Events }
 
 // subscribe subscribes to chat in ws.
-func subscribe(t *testing.T, ws *capnweb.Promise, chat string) *chatEvents {
+func subscribe(t *testing.T, ws *capnweb.Promise, chat string) chatEvents {
 	t.Helper()
-	c := &chatEvents{more: make(chan struct{}, 1)}
-	await(t, ws.Call(ctx, "subscribeChat", chat, c.fn))
+	c := chatEvents{agenttest.NewEvents()}
+	await(t, ws.Call(ctx, "subscribeChat", chat, c.Fn))
 	return c
 }
 
-func (c *chatEvents) fn(v map[string]any) {
-	c.mu.Lock()
-	c.got = append(c.got, v)
-	c.mu.Unlock()
-	select {
-	case c.more <- struct{}{}:
-	default:
-	}
-}
-
 // waitFor returns the first event for which match holds, waiting up to 20 seconds for it.
-func (c *chatEvents) waitFor(t *testing.T, what string, match func(map[string]any) bool) map[string]any {
+func (c chatEvents) waitFor(t *testing.T, what string, match func(map[string]any) bool) map[string]any {
 	t.Helper()
-	deadline := time.After(20 * time.Second)
-	for {
-		c.mu.Lock()
-		for _, e := range c.got {
-			if match(e) {
-				c.mu.Unlock()
-				return e
-			}
-		}
-		n := len(c.got)
-		c.mu.Unlock()
-		select {
-		case <-c.more:
-		case <-deadline:
-			t.Fatalf("no %s among %d events: %v", what, n, c.got)
-		}
-	}
+	return c.WaitFor(t, 20*time.Second, what, match)
 }
 
 // done waits for the run's "done" event and returns why it ended.
-func (c *chatEvents) done(t *testing.T) string {
+func (c chatEvents) done(t *testing.T) string {
 	t.Helper()
 	return c.waitFor(t, "done event", func(e map[string]any) bool { return e["type"] == "done" })["text"].(string)
 }
 
 // types returns the types of the events so far, "message" events left out.
-func (c *chatEvents) types() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+func (c chatEvents) types() string {
 	var out []string
-	for _, e := range c.got {
+	for _, e := range c.Got() {
 		if e["type"] != "message" && e["type"] != "status" {
 			out = append(out, fmt.Sprint(e["type"]))
 		}
