@@ -547,29 +547,47 @@ type Claim struct {
 // returns when the successful request was sent.
 func (c *Claim) acquire(ctx context.Context) (time.Time, error) {
 	self := c.l.node.Name()
-	// While the lease bucket has no stream leader (a node just left and its replicas are
-	// electing one) requests fail without an answer: they are repeated until the bucket answers
-	// again, for at most one lease TTL, without spending the attempts kept for races. A create
-	// whose answer was lost may have succeeded: its repeat finds this node's own lease and
-	// takes it over.
+	var sent time.Time
+	err := c.persist(ctx, func() (raced bool, err error) {
+		sent, raced, err = c.try(ctx, self)
+		return raced, err
+	})
+	var owner *store.OwnerError
+	switch {
+	case errors.As(err, &owner):
+		return time.Time{}, err // names the workspace already
+	case err != nil:
+		return time.Time{}, fmt.Errorf("claim workspace %s: %w", c.ws, err)
+	}
+	return sent, nil
+}
+
+// persist runs step, one request's worth of work on the lease, until it is done. While the
+// lease bucket has no stream leader (a node just left and its replicas are electing one), or
+// another request on the key is still being applied, requests fail without a verdict: they
+// are repeated until the bucket answers again, for at most one lease TTL, without spending
+// the attempts kept for races (step reports raced when the lease changed under it: expired,
+// released or updated meanwhile). A write whose answer was lost may have succeeded: step's
+// repeat must recognise its own work.
+func (c *Claim) persist(ctx context.Context, step func() (raced bool, err error)) error {
 	unavailableUntil := time.Now().Add(c.l.ttl)
 	for attempt := 0; attempt < claimAttempts; {
-		sent, raced, err := c.try(ctx, self)
+		raced, err := step()
 		switch {
 		case err == nil && !raced:
-			return sent, nil
+			return nil
 		case err != nil && (!retryable(err) || ctx.Err() != nil || time.Now().After(unavailableUntil)):
-			return time.Time{}, err
+			return err
 		case raced:
 			attempt++
 		}
 		select {
 		case <-ctx.Done():
-			return time.Time{}, fmt.Errorf("claim workspace %s: %w", c.ws, ctx.Err())
+			return ctx.Err()
 		case <-time.After(claimBackoff):
 		}
 	}
-	return time.Time{}, fmt.Errorf("claim workspace %s: the lease kept changing during %d attempts", c.ws, claimAttempts)
+	return fmt.Errorf("the lease kept changing during %d attempts", claimAttempts)
 }
 
 // try makes one attempt at the lease: it creates it, or takes over this node's earlier lease
@@ -583,14 +601,14 @@ func (c *Claim) try(ctx context.Context, self store.NodeID) (sent time.Time, rac
 		return sent, false, nil
 	}
 	if !errors.Is(err, jetstream.ErrKeyExists) {
-		return time.Time{}, false, fmt.Errorf("claim workspace %s: %w", c.ws, err)
+		return time.Time{}, false, err
 	}
 	e, err := c.l.lease.Get(ctx, c.key)
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 		return time.Time{}, true, nil // expired or released since: create again
 	case err != nil:
-		return time.Time{}, false, fmt.Errorf("claim workspace %s: %w", c.ws, err)
+		return time.Time{}, false, err
 	case store.NodeID(e.Value()) != self && !c.l.stale(e):
 		return time.Time{}, false, &store.OwnerError{Workspace: c.ws, Node: store.NodeID(e.Value())}
 	}
@@ -604,7 +622,7 @@ func (c *Claim) try(ctx context.Context, self store.NodeID) (sent time.Time, rac
 	case errors.Is(err, jetstream.ErrKeyRevisionMismatch):
 		return time.Time{}, true, nil
 	}
-	return time.Time{}, false, fmt.Errorf("claim workspace %s: take the lease over: %w", c.ws, err)
+	return time.Time{}, false, fmt.Errorf("take the lease over: %w", err)
 }
 
 // renew updates the lease every TTL/3 until the claim ends. The claim is lost when an update
@@ -710,27 +728,29 @@ func (c *Claim) Release(ctx context.Context) error {
 }
 
 // deleteIfOurs deletes the lease while it is under this node's name. Only a claim holding the
-// workspace's slot in l.claims calls it, so a lease under this name is this claim's.
+// workspace's slot in l.claims calls it, so a lease under this name is this claim's. A refusal
+// for another revision is checked against the lease as read back, which may lag (a read can
+// be answered by a replica that has not applied the newest write yet): the delete is repeated
+// with the revision read, after a pause, until the lease is gone or another node's.
 func (c *Claim) deleteIfOurs(ctx context.Context) error {
 	rev := c.rev
-	for range claimAttempts {
-		err := c.l.lease.Delete(ctx, c.key, jetstream.LastRevision(rev))
-		if lastSeqCode(err) == 0 {
-			return err
+	return c.persist(ctx, func() (raced bool, err error) {
+		err = c.l.lease.Delete(ctx, c.key, jetstream.LastRevision(rev))
+		if lastSeqCode(err) != jetstream.JSErrCodeStreamWrongLastSequence {
+			return false, err
 		}
 		e, err := c.l.lease.Get(ctx, c.key)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if store.NodeID(e.Value()) != c.l.node.Name() {
-			return nil
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+			return false, nil
+		case err != nil:
+			return false, err
+		case store.NodeID(e.Value()) != c.l.node.Name():
+			return false, nil
 		}
 		rev = e.Revision()
-	}
-	return fmt.Errorf("the lease kept changing during %d attempts", claimAttempts)
+		return true, nil
+	})
 }
 
 // Close stops heartbeats and renewals and deletes this node's membership record. Its claims
