@@ -149,32 +149,39 @@ func (s *Server) Close() {
 // supports).
 const UserHZ = 100
 
-// CPUTime returns the user plus system CPU time the server process has used so far. It reads
-// /proc, so it works on Linux only.
-func (s *Server) CPUTime() (time.Duration, error) { return ProcessCPU(s.cmd.Process.Pid) }
+// CPUTimes returns the user and the system (kernel) CPU time the server process has used so
+// far, apart (Linux only).
+func (s *Server) CPUTimes() (user, system time.Duration, err error) {
+	return ProcessCPUTimes(s.cmd.Process.Pid)
+}
 
 // ProcessCPU returns the user plus system CPU time process pid has used so far, from
 // /proc/PID/stat (Linux only).
 func ProcessCPU(pid int) (time.Duration, error) {
+	user, system, err := ProcessCPUTimes(pid)
+	return user + system, err
+}
+
+// ProcessCPUTimes returns the user and the system CPU time process pid has used so far, from
+// /proc/PID/stat (Linux only).
+func ProcessCPUTimes(pid int) (user, system time.Duration, err error) {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, fmt.Errorf("CPU time of process %d: %w", pid, err)
+		return 0, 0, fmt.Errorf("CPU time of process %d: %w", pid, err)
 	}
 	// The command name (field 2) may hold spaces; the fields after it start past its ')'.
 	_, rest, ok := strings.Cut(string(stat), ") ")
 	fields := strings.Fields(rest)
 	if !ok || len(fields) < 13 {
-		return 0, fmt.Errorf("CPU time of process %d: malformed /proc stat %q", pid, stat)
+		return 0, 0, fmt.Errorf("CPU time of process %d: malformed /proc stat %q", pid, stat)
 	}
-	var ticks int64
-	for _, f := range fields[11:13] { // utime and stime, fields 14 and 15 of the whole line
-		n, err := strconv.ParseInt(f, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("CPU time of process %d: %w", pid, err)
+	var ticks [2]int64
+	for i, f := range fields[11:13] { // utime and stime, fields 14 and 15 of the whole line
+		if ticks[i], err = strconv.ParseInt(f, 10, 64); err != nil {
+			return 0, 0, fmt.Errorf("CPU time of process %d: %w", pid, err)
 		}
-		ticks += n
 	}
-	return time.Duration(ticks) * time.Second / UserHZ, nil
+	return time.Duration(ticks[0]) * time.Second / UserHZ, time.Duration(ticks[1]) * time.Second / UserHZ, nil
 }
 
 // ProcessStatus returns a size field of /proc/PID/status ("VmHWM", "VmRSS") in bytes (Linux

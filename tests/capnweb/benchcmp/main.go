@@ -164,7 +164,7 @@ func printTable(w io.Writer, rows []row, cfg config) error {
 	fmt.Fprintln(w, "limit (Go/Node): what bounded the run: client = a client process used >= 90% of a core,")
 	fmt.Fprintln(w, "server = the server used >= 90% of what it can (Node one core, Go every core), cpu = all")
 	fmt.Fprintln(w, "cores >= 90% busy (server, clients and other processes share them), latency = none: calls")
-	fmt.Fprintln(w, "wait on round trips.")
+	fmt.Fprintln(w, "wait on round trips. kernel = the part of the CPU per call spent in the kernel (system time).")
 	var other float64
 	for _, r := range rows {
 		other += r.Go.OtherCPU + r.Node.OtherCPU
@@ -176,11 +176,12 @@ func printTable(w io.Writer, rows []row, cfg config) error {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "%-*s\tGo calls/s\tNode calls/s\tGo/Node\tGo p50 ms\tNode p50 ms\tGo p99 ms\tNode p99 ms\t"+
-		"Go CPU µs/call\tNode CPU µs/call\tlimit\t\n", width, "scenario")
+		"Go CPU µs/call\tNode CPU µs/call\tGo kernel\tNode kernel\tlimit\t\n", width, "scenario")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%-*s\t%.0f\t%.0f\t%.2f\t%.3f\t%.3f\t%.3f\t%.3f\t%.1f\t%.1f\t%s/%s\t\n",
+		fmt.Fprintf(tw, "%-*s\t%.0f\t%.0f\t%.2f\t%.3f\t%.3f\t%.3f\t%.3f\t%.1f\t%.1f\t%.1f\t%.1f\t%s/%s\t\n",
 			width, r.Name, r.Go.CallsPerS, r.Node.CallsPerS, r.Ratio, r.Go.P50Millis, r.Node.P50Millis,
 			r.Go.P99Millis, r.Node.P99Millis, r.Go.ServerCPUPerCall, r.Node.ServerCPUPerCall,
+			r.Go.ServerSysPerCall, r.Node.ServerSysPerCall,
 			r.Go.Limit, r.Node.Limit)
 	}
 	return tw.Flush()

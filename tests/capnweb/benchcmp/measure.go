@@ -35,6 +35,9 @@ type measurement struct {
 	P99Millis float64 `json:"p99_ms"`
 	// ServerCPUPerCall is the server's CPU time per call in microseconds over the window.
 	ServerCPUPerCall float64 `json:"server_cpu_us_per_call"`
+	// ServerSysPerCall is the part of ServerCPUPerCall spent in the kernel (system time: the
+	// socket's system calls, waiting and waking, the loopback's delivery to the client).
+	ServerSysPerCall float64 `json:"server_sys_us_per_call"`
 	// ServerCPU and ClientCPU are the share of one core the server and all client processes
 	// used over the windows (1 = one core); MaxClientCPU is the busiest client process's share
 	// (averaged over the runs).
@@ -59,6 +62,7 @@ type bench struct {
 type runResult struct {
 	reports   []report      // one per client process
 	serverCPU time.Duration // server CPU time over the window
+	serverSys time.Duration // the part of serverCPU spent in the kernel
 	busy      time.Duration // CPU time of the whole machine over the window
 }
 
@@ -101,10 +105,10 @@ func (b bench) measure(srv *capnweb.Server) (runResult, error) {
 		}
 	}
 	time.Sleep(time.Until(start))
-	cpuStart, errStart := srv.CPUTime()
+	userStart, sysStart, errStart := srv.CPUTimes()
 	busyStart, errBusyStart := machineBusy()
 	time.Sleep(time.Until(end))
-	cpuEnd, errEnd := srv.CPUTime()
+	userEnd, sysEnd, errEnd := srv.CPUTimes()
 	busyEnd, errBusyEnd := machineBusy()
 	res := runResult{reports: make([]report, len(clients))}
 	errs := []error{errStart, errEnd, errBusyStart, errBusyEnd}
@@ -122,7 +126,8 @@ func (b bench) measure(srv *capnweb.Server) (runResult, error) {
 			return res, fmt.Errorf("a client started its window %v late; raise --warmup", late)
 		}
 	}
-	res.serverCPU, res.busy = cpuEnd-cpuStart, busyEnd-busyStart
+	res.serverSys = sysEnd - sysStart
+	res.serverCPU, res.busy = userEnd-userStart+res.serverSys, busyEnd-busyStart
 	return res, nil
 }
 
@@ -234,10 +239,11 @@ func (c *client) wait() error {
 func (b bench) merge(runs []runResult, maxCPU float64) measurement {
 	var m measurement
 	counts := map[int64]int64{}
-	var serverCPU, busy time.Duration
+	var serverCPU, serverSys, busy time.Duration
 	window := b.duration.Seconds() * float64(len(runs))
 	for _, run := range runs {
 		serverCPU += run.serverCPU
+		serverSys += run.serverSys
 		busy += run.busy
 		var maxClient float64
 		for _, r := range run.reports {
@@ -258,6 +264,7 @@ func (b bench) merge(runs []runResult, maxCPU float64) measurement {
 	m.OtherCPU = max(0, machine-m.ServerCPU-m.ClientCPU)
 	if m.Calls > 0 {
 		m.ServerCPUPerCall = float64(serverCPU.Microseconds()) / float64(m.Calls)
+		m.ServerSysPerCall = float64(serverSys.Microseconds()) / float64(m.Calls)
 	}
 	switch {
 	case m.MaxClientCPU >= 0.9:
