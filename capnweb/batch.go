@@ -67,7 +67,7 @@ func runBatchSession(ctx context.Context, s *Session, body []byte) []byte {
 	_ = s.waitDrained(ctx)
 	s.mu.Lock()
 	out := s.outq
-	s.outq = nil
+	s.outq, s.queued = nil, 0
 	s.mu.Unlock()
 	s.shutdown(errBatchEnded, false)
 	var b []byte

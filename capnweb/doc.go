@@ -81,7 +81,9 @@
 // session. A malformed message, an unknown id, a release of more references than held, or a
 // limit overrun aborts the session with ["abort", Error "bad RPC message: ..."]; application
 // errors only reject the call. Blob, Request and Response values are refused with such an
-// abort.
+// abort. The session also bounds what it holds for the peer: answers the peer does not read
+// wait up to MaxQueuedBytes (32 MiB) and the write deadline (10 s) before the session ends,
+// while it keeps reading meanwhile, so a stalled peer never stops its own messages.
 //
 // # Streams
 //

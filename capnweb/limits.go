@@ -1,7 +1,8 @@
 package capnweb
 
 // Limits bounds what one peer may make this side hold or parse. Exceeding a limit aborts the
-// session with a protocol error, except MaxPendingCalls, which rejects the excess call.
+// session with a protocol error, except MaxPendingCalls, which rejects the excess call, and
+// MaxQueuedBytes, which ends the session.
 type Limits struct {
 	// MaxMessageSize is the largest accepted message in bytes.
 	MaxMessageSize int
@@ -17,6 +18,10 @@ type Limits struct {
 	MaxImports int
 	// MaxPendingCalls is the most pushed calls from the peer that may be running at once.
 	MaxPendingCalls int
+	// MaxQueuedBytes is the most bytes of messages to the peer that may wait to be written: a
+	// peer that keeps calling without reading the answers would otherwise make this side hold
+	// them until the write deadline. One message larger than the limit may still wait alone.
+	MaxQueuedBytes int
 }
 
 // DefaultLimits returns the limits used when Options.Limits is left zero.
@@ -28,6 +33,7 @@ func DefaultLimits() Limits {
 		MaxExports:      10000,
 		MaxImports:      10000,
 		MaxPendingCalls: 1000,
+		MaxQueuedBytes:  32 << 20,
 	}
 }
 
@@ -51,6 +57,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxPendingCalls <= 0 {
 		l.MaxPendingCalls = d.MaxPendingCalls
+	}
+	if l.MaxQueuedBytes <= 0 {
+		l.MaxQueuedBytes = d.MaxQueuedBytes
 	}
 	return l
 }

@@ -369,3 +369,37 @@ func TestKeepAliveDropsSilentPeer(t *testing.T) {
 		t.Fatal("silent peer not dropped")
 	}
 }
+
+// TestPeerThatDoesNotReadIsDropped: a peer that keeps calling without reading the answers
+// cannot make the server hold more than MaxQueuedBytes of them; the session ends saying why.
+func TestPeerThatDoesNotReadIsDropped(t *testing.T) {
+	sessions := make(chan *capnweb.Session, 1)
+	srv := newServer(sessions)
+	srv.Options.Limits.MaxQueuedBytes = 1 << 20
+	hs := httptest.NewServer(http.HandlerFunc(srv.ServeWebSocket))
+	defer hs.Close()
+	c, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(hs.URL, "http"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close() // never reads
+	s := <-sessions
+	arg := strings.Repeat("x", 64<<10)
+	// 64 MiB of answers: far more than the socket buffers on both sides hold.
+	for i := 1; i <= 1024; i++ {
+		push := fmt.Sprintf(`["push",["pipeline",0,["echo"],[%q]]]`, arg)
+		_ = c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		if c.WriteMessage(websocket.TextMessage, []byte(push)) != nil ||
+			c.WriteMessage(websocket.TextMessage, fmt.Appendf(nil, `["pull",%d]`, i)) != nil {
+			break // the server ended the session and stopped reading
+		}
+	}
+	select {
+	case <-s.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("a peer that does not read its answers was not dropped")
+	}
+	if err := s.Err(); err == nil || !strings.Contains(err.Error(), "the peer is not reading") {
+		t.Fatalf("session error %v, want one saying the peer is not reading", err)
+	}
+}

@@ -3,6 +3,7 @@ package capnweb
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -84,8 +85,10 @@ type Session struct {
 	draining    bool       // Drain began: the peer's new calls are refused
 	parser      jsonParser // used by the goroutine that handles incoming messages
 	closed      bool
+	overflowed  bool // a message was dropped for Limits.MaxQueuedBytes; the session is ending
 	err         error
 	outq        [][]byte      // messages waiting to be written (nil: flush marker)
+	queued      int           // bytes in outq (bounded by lim.MaxQueuedBytes)
 	spare       [][]byte      // the previous queue, reused by the writer
 	writing     bool          // a goroutine holds the writer role (see writeQueued)
 	unflushed   bool          // the read loop left part of a write to the writer goroutine
@@ -443,8 +446,8 @@ func (s *Session) writeWaitlessLocked() {
 		s.mu.Unlock()
 		return
 	}
-	q := s.outq
-	s.outq, s.spare = s.spare[:0], nil
+	q, queued := s.outq, s.queued
+	s.outq, s.spare, s.queued = s.spare[:0], nil, 0
 	s.writing = true
 	s.mu.Unlock()
 	taken, complete, err := s.tr.(waitlessWriter).tryWriteMessages(q)
@@ -456,6 +459,7 @@ func (s *Session) writeWaitlessLocked() {
 		s.unflushed = !complete
 	} else {
 		s.outq = append(q, s.outq...)
+		s.queued += queued
 	}
 	if !complete || len(s.outq) > 0 {
 		s.wakeWriterLocked()
@@ -511,15 +515,14 @@ func (s *Session) writeQueued() {
 			s.mu.Unlock()
 			return
 		}
-		s.outq = s.spare[:0]
-		s.spare = nil
+		s.outq, s.spare, s.queued = s.spare[:0], nil, 0
 		s.mu.Unlock()
 		err := s.writeBatch(q)
 		clear(q)
 		if err != nil {
 			s.shutdown(&Error{Name: "Error", Message: err.Error()}, false)
 			s.mu.Lock()
-			s.outq = nil
+			s.outq, s.queued = nil, 0
 			s.writing = false
 			s.wakeWriterLocked()
 			s.mu.Unlock()
@@ -567,12 +570,21 @@ func (s *Session) writeBatch(q [][]byte) error {
 }
 
 // sendLocked queues a message; s.mu must be held. The writer goroutine is woken unless a
-// writer or a flush hold will take care of the message.
+// writer or a flush hold will take care of the message. A message that would take the queue
+// past Limits.MaxQueuedBytes is dropped and ends the session: the peer is not reading.
 func (s *Session) sendLocked(msg []byte) {
-	if s.closed {
+	if s.closed || s.overflowed {
+		return
+	}
+	if s.queued > 0 && s.queued+len(msg) > s.lim.MaxQueuedBytes {
+		s.overflowed = true
+		err := &Error{Name: "Error", Message: fmt.Sprintf("the peer is not reading: more than %d bytes of messages to it are waiting to be written", s.lim.MaxQueuedBytes)}
+		s.log.Warn("Cap'n Web session ended: its peer does not read", "queued", s.queued, "limit", s.lim.MaxQueuedBytes, "peer", s.opts.Peer.RemoteAddr)
+		go s.shutdown(err, true) // takes s.mu, held here
 		return
 	}
 	s.outq = append(s.outq, msg)
+	s.queued += len(msg)
 	if !s.writing && s.holds == 0 {
 		s.wakeWriterLocked()
 	}
