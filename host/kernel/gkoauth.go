@@ -487,7 +487,7 @@ func (k *Kernel) refreshTokens(ctx context.Context, id, stale string) (string, e
 }
 
 // refreshOnce does the refresh of refreshTokens; a refused refresh token marks the account
-// AccountReconnect.
+// AccountReconnect, unless the account's tokens changed meanwhile (refreshed elsewhere).
 func (k *Kernel) refreshOnce(ctx context.Context, id, stale string) (string, error) {
 	acct, tok, err := k.openTokens(ctx, id)
 	if err != nil {
@@ -519,6 +519,15 @@ func (k *Kernel) refreshOnce(ctx context.Context, id, stale string) (string, err
 	}
 	fresh, err := k.tokenRequest(ctx, rec, m, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tok.Refresh}})
 	if errors.Is(err, errRefused) {
+		// Another node (a cluster's refreshes share no lock) may have refreshed the account
+		// meanwhile, and the provider rotated its refresh token: its tokens are the account's.
+		if acct2, now, rerr := k.openTokens(ctx, id); rerr == nil && now.Access != stale {
+			k.log.Info("oauth: the account was refreshed elsewhere meanwhile", "account", id)
+			if acct2.State == store.AccountReconnect {
+				return "", reconnectErr(id, nil)
+			}
+			return now.Access, nil
+		}
 		return "", markReconnect(err)
 	}
 	if err != nil {

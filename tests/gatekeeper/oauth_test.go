@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -56,6 +57,12 @@ const (
 
 func oauthSetup(t *testing.T, margin time.Duration, allow ...string) *oauthEnv {
 	t.Helper()
+	return oauthSetupWith(t, margin, nil, allow...)
+}
+
+// oauthSetupWith is oauthSetup with the gatekeeper's manifest changed by edit first.
+func oauthSetupWith(t *testing.T, margin time.Duration, edit func(*gatekeeper.Manifest), allow ...string) *oauthEnv {
+	t.Helper()
 	ctx := context.Background()
 	e := &oauthEnv{}
 	e.p, e.rs = startProvider(t)
@@ -68,7 +75,11 @@ func oauthSetup(t *testing.T, margin time.Duration, allow ...string) *oauthEnv {
 	e.p.Register(clientID, oauthClientSecret, e.s.origin+kernel.OAuthCallbackPath)
 	e.admin = e.s.authed(t, e.s.adminToken(t))
 	e.alice = e.s.user(t, "alice")
-	e.gk = installGatekeeper(t, e.admin, oauthop.Manifest("probe", e.p, e.rs), guest(t, "tests/gatekeeper/guests/probe"))
+	m := oauthop.Manifest("probe", e.p, e.rs)
+	if edit != nil {
+		edit(&m)
+	}
+	e.gk = installGatekeeper(t, e.admin, m, guest(t, "tests/gatekeeper/guests/probe"))
 	refused(t, e.alice.Call(ctx, "connectAccount", e.gk, e.rs.URL+"/notebooks/work"), "FAILED_PRECONDITION", "has not configured the OAuth client")
 	refused(t, e.alice.Call(ctx, "setOAuthClient", e.gk, clientID, oauthClientSecret), "FORBIDDEN", "admin")
 	await(t, e.admin.Call(ctx, "setOAuthClient", e.gk, clientID, oauthClientSecret))
@@ -394,6 +405,100 @@ func TestOAuthConcurrentRefresh(t *testing.T) {
 	// refreshing again: one refresh, one new token for all.
 	if accepted, refused := e.rs.Counts(); accepted != 1 || refused < 1 {
 		t.Fatalf("the resource server accepted %d distinct tokens and refused %d requests, want 1 token (one refresh) and at least one refusal", accepted, refused)
+	}
+}
+
+// TestOAuthRefreshedElsewhere: in a cluster two nodes may refresh one account at once (their
+// single flights are per node). The provider rotates refresh tokens, so the second refresh is
+// refused; the node that lost finds the other node's new tokens sealed and uses them, and the
+// account stays connected instead of being marked "reconnect".
+func TestOAuthRefreshedElsewhere(t *testing.T) {
+	var e *oauthEnv
+	var acct string
+	var armed atomic.Bool
+	// The manifest's token endpoint is a relay to the provider's. Armed, on a refresh it first
+	// plays the other node: it refreshes with the same refresh token and seals the result, as
+	// that node would, before relaying this node's (now stale) request.
+	relay := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		form, _ := url.ParseQuery(string(body))
+		if form.Get("grant_type") == "refresh_token" && armed.CompareAndSwap(true, false) {
+			status, other := postToken(t, e.p.TokenEndpoint(), r.Header, body)
+			var tok struct {
+				Access  string `json:"access_token"`
+				Refresh string `json:"refresh_token"`
+			}
+			if err := json.Unmarshal(other, &tok); status != http.StatusOK || err != nil || tok.Access == "" {
+				t.Errorf("the other node's refresh: HTTP %d %s", status, other)
+			} else {
+				e.sealTokens(t, acct, tok.Access, tok.Refresh)
+			}
+		}
+		status, answer := postToken(t, e.p.TokenEndpoint(), r.Header, body)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		w.Write(answer)
+	}))
+	defer relay.Close()
+	e = oauthSetupWith(t, time.Second, func(m *gatekeeper.Manifest) { m.OAuth.TokenEndpoint = relay.URL + "/oauth/token" },
+		strings.TrimPrefix(relay.URL, "http://"))
+	acct = e.connectWork(t)
+	access, refresh := e.tokens(t, acct)
+	e.revoke(t, access) // the next call is refused and refreshes
+	armed.Store(true)
+	f, text := e.whoami(t, "work")
+	if f.Status != 200 {
+		t.Fatalf("whoami after a refresh that lost to another node's = %s, want 200 with the other node's token", text)
+	}
+	if armed.Load() {
+		t.Fatal("the call did not refresh the tokens")
+	}
+	if a, list := e.account(t, e.rs.URL+"/notebooks/work"); a["state"] != nil {
+		t.Fatalf("listAccounts = %s, want the account still connected", list)
+	}
+	access2, refresh2 := e.tokens(t, acct)
+	if access2 == access || refresh2 == refresh || !e.rs.Accepted(access2) {
+		t.Fatal("the call did not use the tokens the other node sealed")
+	}
+}
+
+// postToken posts body to a token endpoint with the request headers of the client (its
+// authentication) and returns the answer.
+func postToken(t *testing.T, endpoint string, h http.Header, body []byte) (int, []byte) {
+	req, err := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(string(body)))
+	if err != nil {
+		t.Error(err)
+		return http.StatusInternalServerError, nil
+	}
+	req.Header.Set("Content-Type", h.Get("Content-Type"))
+	req.Header.Set("Authorization", h.Get("Authorization"))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Error(err)
+		return http.StatusBadGateway, nil
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// sealTokens seals tokens for an account into the server's data file, as another node's
+// refresh would.
+func (e *oauthEnv) sealTokens(t *testing.T, acct, access, refresh string) {
+	rec, err := e.s.db.Account(context.Background(), acct)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	box, err := vault.LoadKey(e.s.keyFile)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	plain, _ := json.Marshal(map[string]any{"access": access, "refresh": refresh, "expiry": time.Now().Add(5 * time.Minute)})
+	rec.Sealed = map[string][]byte{"oauth": box.Seal(plain, "credential/"+acct+"/oauth")}
+	if err := e.s.db.UpdateAccount(context.Background(), rec); err != nil {
+		t.Error(err)
 	}
 }
 
