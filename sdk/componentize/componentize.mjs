@@ -66,6 +66,28 @@ async function buildGo(core, source, world) {
   return componentNew(embedded, [['wasi_snapshot_preview1', adapter]]);
 }
 
+// RANDOM_PROLOGUE starts every JS guest's module: it replaces Math.random. componentize-qjs
+// snapshots the engine after the module's top level ran (Wizer, at build time), and QuickJS
+// seeds Math.random when the engine starts, so without it every instance of one build would
+// return the same sequence (ids a gadget draws would repeat after each restart of its instance,
+// and in every user's copy of a blueprint). The engine offers no entropy (no crypto), so the
+// generator (sfc32) stirs the clock into its state whenever the clock moved since its last
+// call: instances started at different microseconds diverge from their first call. Like any
+// Math.random it is not for secrets. It is one line, so that the module's line numbers (in
+// stack traces) stay those of its source.
+const RANDOM_PROLOGUE = [
+  'Math.random = (() => {',
+  'let a = 0x9e3779b9, b = 0x243f6a88, c = 0xb7e15162, d = 1, last = NaN;',
+  'const clock = typeof performance === "object" ? () => performance.now() : () => Date.now();',
+  'const next = () => { a >>>= 0; b >>>= 0; c >>>= 0; d >>>= 0; let t = (a + b) | 0; a = b ^ (b >>> 9);',
+  'b = (c + (c << 3)) | 0; c = (c << 21) | (c >>> 11); d = (d + 1) | 0; t = (t + d) | 0; c = (c + t) | 0; return t >>> 0; };',
+  'return function random() { const now = clock();',
+  'if (now !== last) { last = now; const us = Math.floor(now * 1000), ms = Date.now();',
+  'a ^= us % 4294967296; b ^= Math.floor(us / 4294967296); c ^= ms % 4294967296; d ^= Math.floor(ms / 4294967296);',
+  'for (let i = 0; i < 12; i++) next(); }',
+  'return (next() * 2097152 + (next() >>> 11)) / 9007199254740992; }; })();',
+].join(' ');
+
 async function buildJS(entry, source, world) {
   // componentize-qjs reads WIT from a path only: write the joined source to a temporary file.
   const dir = await mkdtemp(join(tmpdir(), 'atelier-wit-'));
@@ -75,7 +97,7 @@ async function buildJS(entry, source, world) {
     // The module root is the entry's folder, so that the paths embedded in the snapshot do not
     // depend on where the build was started.
     const { component } = await componentize({
-      witPath, world, jsPath: entry, moduleRoot: dirname(entry), jsSource: await readFile(entry, 'utf8'), sync: true,
+      witPath, world, jsPath: entry, moduleRoot: dirname(entry), jsSource: RANDOM_PROLOGUE + (await readFile(entry, 'utf8')), sync: true,
     });
     return component;
   } finally {

@@ -262,6 +262,26 @@ func TestJSInitExportCannotReplaceCode(t *testing.T) {
 	}
 }
 
+// TestJSMathRandomPerInstance: a componentize-qjs guest is a snapshot of the engine taken at
+// build time, yet its instances draw different Math.random sequences (sdk/componentize's
+// prologue), even when the module's top level drew in the snapshot, and every value is in
+// [0, 1).
+func TestJSMathRandomPerInstance(t *testing.T) {
+	seen := map[float64]bool{}
+	for i := range 3 {
+		inst := newHarness(t).instantiate(t, randomJS, fmt.Sprintf("random-%d", i))
+		if f := call(t, inst, "at-init").(float64); f < 0 || f >= 1 {
+			t.Fatalf("the top level drew %v", f)
+		}
+		for _, f := range call(t, inst, "draw", uint32(4)).([]float64) {
+			if f < 0 || f >= 1 || seen[f] {
+				t.Fatalf("instance %d drew %v (seen before: %t), want fresh values in [0, 1)", i, f, seen[f])
+			}
+			seen[f] = true
+		}
+	}
+}
+
 // TestGoHostBindings checks every function of sdk/go/host against the real capabilities.
 func TestGoHostBindings(t *testing.T) {
 	h := newHarness(t)

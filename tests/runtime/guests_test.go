@@ -30,6 +30,7 @@ const (
 	stdioGuest = "tests/runtime/guests/stdio"
 	socketsWAT = "tests/runtime/guests/sockets-import"
 	hostAPI    = "tests/runtime/guests/host-api"
+	randomJS   = "tests/runtime/guests/random-js"
 )
 
 var (
