@@ -87,6 +87,8 @@ Examples:
 			fs.DurationVar(&o.signupEvery, "signup-every", 6*time.Minute, "then one more signup per address this often")
 			fs.Float64Var(&o.hookRate, "hook-rate", 10, "webhook requests per second each hook takes at POST /hooks/ID (more are answered 429)")
 			fs.IntVar(&o.hookBurst, "hook-burst", 20, "webhook requests each hook takes at once before --hook-rate applies")
+			fs.IntVar(&o.maxSessionsPerAddress, "max-sessions-per-address", gateway.DefaultMaxSessionsPerAddress, "Cap'n Web WebSocket sessions one client address (an IPv6 address by its /64) may hold open at once; more are answered 429")
+			fs.IntVar(&o.maxSessions, "max-sessions", gateway.DefaultMaxSessions, "Cap'n Web WebSocket sessions the server holds open at once; more are answered 503")
 			fs.StringVar(&o.trustedProxy.Header, "trusted-proxy-header", "", "behind a reverse proxy: the header holding the client's address (e.g. X-Forwarded-For), trusted from --trusted-proxies only (default: none, the connection's address counts)")
 			fs.Func("trusted-proxies", "comma-separated addresses or CIDR prefixes of the reverse proxies whose --trusted-proxy-header counts (default: loopback)", func(v string) error {
 				for _, p := range strings.Split(v, ",") {
@@ -165,6 +167,8 @@ type serveOptions struct {
 	hookBurst                 int
 	signupEvery               time.Duration
 	trustedProxy              gateway.TrustedProxy
+	maxSessionsPerAddress     int
+	maxSessions               int
 	retention                 store.Retention
 	quotas                    quota.Limits
 	modelAllowAddrs           []string
@@ -294,8 +298,11 @@ func serve(ctx context.Context, o serveOptions) error {
 		logger.Warn("listening on every interface but answering only localhost, 127.0.0.1 and [::1]: pass --public-url or --allowed-host with the names clients use", "addr", ln.Addr())
 	}
 	k.SetHookBase("http://" + ln.Addr().String()) // hooks' URLs without --public-url
-	gw := gateway.New(gateway.Config{Kernel: k, Metrics: reg, Logger: logger, MetricsPublic: o.metricsPublic, Hosts: hosts, TrustedProxy: o.trustedProxy})
-	srv := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second}
+	gw := gateway.New(gateway.Config{Kernel: k, Metrics: reg, Logger: logger, MetricsPublic: o.metricsPublic, Hosts: hosts, TrustedProxy: o.trustedProxy,
+		MaxSessionsPerAddress: o.maxSessionsPerAddress, MaxSessions: o.maxSessions})
+	// An idle keep-alive connection is closed after IdleTimeout (without it, never: a stranger
+	// could hold any number of them); WebSocket sessions have their own keepalive.
+	srv := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	fmt.Fprintf(std.out, "%s\nserving http://%s (Cap'n Web: ws://%s/api, batch: http://%s/api/batch)\ndata: %s\n",
 		versionString(), ln.Addr(), ln.Addr(), ln.Addr(), o.data)
 	if member != nil {

@@ -42,6 +42,11 @@ type Config struct {
 	// TrustedProxy, if its Header is set, takes the client's address of requests from
 	// trusted reverse proxies from that header (clientaddr.go).
 	TrustedProxy TrustedProxy
+	// MaxSessionsPerAddress bounds the Cap'n Web WebSocket sessions open at once from one
+	// client address (an IPv6 address by its /64); 0 is DefaultMaxSessionsPerAddress.
+	MaxSessionsPerAddress int
+	// MaxSessions bounds the WebSocket sessions open at once in all; 0 is DefaultMaxSessions.
+	MaxSessions int
 }
 
 // Gateway is the gateway's HTTP handler.
@@ -80,7 +85,8 @@ func New(cfg Config) *Gateway {
 	}
 	r := gin.New()
 	r.Use(gin.Recovery())
-	get(r, "/api", gin.WrapF(rpc.ServeWebSocket))
+	limits := newSessionLimits(cfg.MaxSessionsPerAddress, cfg.MaxSessions, cfg.Metrics)
+	get(r, "/api", gin.WrapF(limits.wrap(rpc.ServeWebSocket)))
 	r.POST("/api/batch", gin.WrapF(rpc.ServeBatch))
 	r.Any("/mcp", gin.WrapH(mcp.New(mcp.Config{Kernel: cfg.Kernel, Logger: cfg.Logger})))
 	get(r, "/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok\n") })

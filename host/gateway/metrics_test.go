@@ -19,9 +19,15 @@ import (
 	"atelier/host/store"
 )
 
-// serve starts a gateway over a kernel without a runtime (enough for sign-ins and metrics)
-// and returns its URL and the admin's token.
+// serve starts a gateway over a kernel without a runtime (enough for sign-ins and metrics),
+// its metrics public or not, and returns its URL and the admin's token.
 func serve(t *testing.T, public bool) (string, string) {
+	t.Helper()
+	return serveConfig(t, func(c *gateway.Config) { c.MetricsPublic = public })
+}
+
+// serveConfig is serve with the gateway's configuration changed by edit.
+func serveConfig(t *testing.T, edit func(*gateway.Config)) (string, string) {
 	t.Helper()
 	db, err := store.Open(filepath.Join(t.TempDir(), "a.db"))
 	if err != nil {
@@ -33,7 +39,9 @@ func serve(t *testing.T, public bool) (string, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(gateway.New(gateway.Config{Kernel: k, Metrics: reg, MetricsPublic: public}))
+	cfg := gateway.Config{Kernel: k, Metrics: reg}
+	edit(&cfg)
+	srv := httptest.NewServer(gateway.New(cfg))
 	t.Cleanup(func() {
 		srv.CloseClientConnections()
 		srv.Close()
