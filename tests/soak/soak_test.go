@@ -1,4 +1,4 @@
-// Package soak runs the hostile-tenant soak of docs/security.md ("Resource governance"):
+// Package soak runs the hostile-tenant soak of docs/security.md ("A gadget", and "Quotas"):
 // against one real `atelier serve`, hostile tenants run every resource attack at once (CPU
 // spinners at their deadline, memory fillers at their budget, amplified results, parallel
 // logins and signups, snippet floods) while a well-behaved user keeps calling a gadget. Every
