@@ -1,7 +1,8 @@
 // Package soak runs the hostile-tenant soak of docs/security.md ("A gadget", and "Quotas"):
 // against one real `atelier serve`, hostile tenants run every resource attack at once (CPU
-// spinners at their deadline, memory fillers at their budget, amplified results, parallel
-// logins and signups, snippet floods) while a well-behaved user keeps calling a gadget. Every
+// spinners at their deadline, memory fillers at their budget, amplified results, a flood of
+// sessions that never sign in, parallel logins and signups, snippet floods) while a
+// well-behaved user keeps calling a gadget. Every
 // well-behaved call must succeed, no acknowledged write may be lost, and the server's peak RSS
 // (VmHWM) must stay under the host-wide guest memory budget plus a fixed margin. The
 // well-behaved client's latency with and without the attack is printed (and reported by
@@ -19,6 +20,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/gorilla/websocket"
 
 	"atelier/capnweb"
 	capnwebtests "atelier/tests/capnweb"
@@ -96,12 +99,21 @@ func signup(tb testing.TB, url, name string) client {
 // code returns the error's Cap'n Web code property ("" when it has none).
 func code(err error) string {
 	var e *capnweb.Error
+	var refused refusedStatus
+	if errors.As(err, &refused) {
+		return strconv.Itoa(int(refused))
+	}
 	if errors.As(err, &e) {
 		c, _ := e.Props["code"].(string)
 		return c
 	}
 	return ""
 }
+
+// refusedStatus is the HTTP status of a refused WebSocket session.
+type refusedStatus int
+
+func (r refusedStatus) Error() string { return fmt.Sprintf("session refused: HTTP %d", int(r)) }
 
 // gadget creates a JS gadget in a new workspace of c's and returns the workspace and the
 // gadget's connected stub.
@@ -259,8 +271,26 @@ func soak(tb testing.TB) result {
 		_, err := await(anonymous[40+i].Call(bg, "signup", fmt.Sprintf("spam%d-%d", i, time.Now().UnixNano()%1e9), password))
 		return err
 	})
+	// Sessions that never sign in nor read, held until the server refuses more from this
+	// address (every client of the soak shares it, so the others opened theirs before).
+	var flood []*websocket.Conn
+	a.loop(ctx, &wg, "session flood", 1, func(int) error {
+		c, resp, err := websocket.DefaultDialer.DialContext(ctx, srv.URL, nil)
+		if err == nil {
+			flood = append(flood, c)
+			return nil
+		}
+		if resp != nil {
+			time.Sleep(50 * time.Millisecond)
+			return refusedStatus(resp.StatusCode)
+		}
+		return err
+	})
 	attack := g.run(ctx)
 	wg.Wait()
+	for _, c := range flood {
+		c.Close()
+	}
 
 	hwm := vmHWM(tb, srv.Pid())
 	if v := must(tb, "ping after the attack", dial(tb, srv.URL).Main().Call(bg, "ping")); v != "pong" {
