@@ -21,6 +21,8 @@ type Limits struct {
 	// MaxQueuedBytes is the most bytes of messages to the peer that may wait to be written: a
 	// peer that keeps calling without reading the answers would otherwise make this side hold
 	// them until the write deadline. One message larger than the limit may still wait alone.
+	// A stream sends up to 64 chunks ahead of its reader: to a slow reader, chunks larger
+	// than MaxQueuedBytes/64 may reach it.
 	MaxQueuedBytes int
 }
 
