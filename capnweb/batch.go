@@ -3,9 +3,11 @@ package capnweb
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -27,15 +29,27 @@ func (srv *Server) ServeBatch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	lim := opts.Limits.withDefaults()
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(lim.MaxMessageSize)))
-	if err != nil {
-		disposeMain(opts.Main)
-		http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
-		return
-	}
 	timeout := srv.BatchTimeout
 	if timeout <= 0 {
 		timeout = 30 * time.Second
+	}
+	// The body must arrive within the batch's time, so that a slowly sent one cannot hold
+	// its reservation (and the connection) for ever.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
+	body, held, err := srv.readBatch(http.MaxBytesReader(w, r.Body, int64(lim.MaxMessageSize)))
+	defer srv.batchBytes.Add(-held)
+	if err != nil {
+		disposeMain(opts.Main)
+		status := http.StatusRequestEntityTooLarge
+		switch {
+		case errors.Is(err, errBatchMemory):
+			status = http.StatusServiceUnavailable
+			w.Header().Set("Retry-After", "5")
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			status = http.StatusRequestTimeout
+		}
+		http.Error(w, err.Error(), status)
+		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
@@ -46,6 +60,41 @@ func (srv *Server) ServeBatch(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/plain;charset=UTF-8")
 	_, _ = w.Write(out)
+}
+
+// errBatchMemory refuses a batch body that would take the bodies held past Server.BatchMemory.
+var errBatchMemory = errors.New("the server holds as many batch requests as it takes at once: send this one again shortly")
+
+// batchChunk is how much of a batch body is reserved and read first.
+const batchChunk = 64 << 10
+
+// readBatch reads a batch body, reserving its bytes against Server.BatchMemory as its buffer
+// grows with what arrived (a Content-Length is not taken on trust). It returns the bytes
+// reserved, which the caller releases when it is done with the body (also after an error).
+func (srv *Server) readBatch(r io.Reader) (body []byte, held int64, err error) {
+	limit := srv.BatchMemory
+	if limit <= 0 {
+		limit = DefaultBatchMemory
+	}
+	for {
+		if len(body) == cap(body) {
+			grow := max(batchChunk, cap(body)) // doubling, as append would
+			if srv.batchBytes.Add(int64(grow)) > limit {
+				srv.batchBytes.Add(-int64(grow))
+				return nil, held, errBatchMemory
+			}
+			held += int64(grow)
+			body = append(make([]byte, 0, cap(body)+grow), body...)
+		}
+		n, err := r.Read(body[len(body):cap(body)])
+		body = body[:len(body)+n]
+		if err == io.EOF {
+			return body, held, nil
+		}
+		if err != nil {
+			return nil, held, err
+		}
+	}
 }
 
 // runBatch feeds the lines of body to a fresh session and returns its output joined by "\n".

@@ -1,9 +1,11 @@
 package capnweb_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -401,5 +403,62 @@ func TestPeerThatDoesNotReadIsDropped(t *testing.T) {
 	}
 	if err := s.Err(); err == nil || !strings.Contains(err.Error(), "the peer is not reading") {
 		t.Fatalf("session error %v, want one saying the peer is not reading", err)
+	}
+}
+
+// TestBatchMemory: the batch bodies the server holds at once are bounded (here 1 MiB + 32 KiB,
+// and a body of 700 KiB needs 1 MiB): a body sent too slowly ends at the batch timeout; of two
+// sent at once at least one is answered 503 with Retry-After; then a batch is served again.
+func TestBatchMemory(t *testing.T) {
+	srv := newServer(nil)
+	srv.BatchMemory = 1<<20 + 32<<10
+	srv.BatchTimeout = time.Second
+	hs := httptest.NewServer(http.HandlerFunc(srv.ServeBatch))
+	defer hs.Close()
+	// send sends 700 KiB of a promised 4 MiB, then nothing, and returns the answer's status
+	// and Retry-After (or the read error) within wait.
+	send := func(wait time.Duration, answer chan<- string) {
+		c, err := net.Dial("tcp", hs.Listener.Addr().String())
+		if err != nil {
+			answer <- err.Error()
+			return
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", 4<<20)
+		_, _ = c.Write(make([]byte, 700<<10)) // a refused one's may fail
+		_ = c.SetReadDeadline(time.Now().Add(wait))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			answer <- err.Error()
+			return
+		}
+		resp.Body.Close()
+		answer <- fmt.Sprintf("%d %s", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	answers := make(chan string, 2)
+	send(10*time.Second, answers)
+	if a := <-answers; a != "408 " {
+		t.Fatalf("a body sent too slowly: %q, want 408 at the batch timeout", a)
+	}
+	go send(10*time.Second, answers)
+	go send(10*time.Second, answers)
+	a, b := <-answers, <-answers
+	if a != "503 5" && b != "503 5" {
+		t.Fatalf("two bodies that together pass the budget: %q and %q, want a 503 with Retry-After", a, b)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Post(hs.URL, "text/plain", strings.NewReader(`["push",["pipeline",0,["echo"],["x"]]]`+"\n"+`["pull",1]`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a batch after the bodies ended: %s; their memory was not freed", resp.Status)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

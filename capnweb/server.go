@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -22,11 +23,19 @@ type Server struct {
 	CheckOrigin func(r *http.Request) bool
 	// BatchTimeout bounds how long a batch request may run (0 means 30s).
 	BatchTimeout time.Duration
+	// BatchMemory bounds the bytes of batch request bodies the server holds at once, read or
+	// being read (0 means DefaultBatchMemory): past it a request is answered 503 with
+	// Retry-After, so that many large or slowly sent bodies cannot exhaust the memory.
+	BatchMemory int64
 	// OnSession, if set, is called with every WebSocket session when it starts.
 	OnSession func(*Session)
 
-	sessions sessions // live WebSocket sessions, for Shutdown
+	sessions   sessions     // live WebSocket sessions, for Shutdown
+	batchBytes atomic.Int64 // bytes of batch bodies held now (see BatchMemory)
 }
+
+// DefaultBatchMemory is Server.BatchMemory when left zero.
+const DefaultBatchMemory = 256 << 20
 
 // AllowAnyOrigin is a CheckOrigin that accepts every origin. Use it only when authentication
 // happens in-band (an RPC that returns an authenticated object), never with cookies.
