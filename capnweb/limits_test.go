@@ -407,8 +407,9 @@ func TestPeerThatDoesNotReadIsDropped(t *testing.T) {
 }
 
 // TestBatchMemory: the batch bodies the server holds at once are bounded (here 1 MiB + 32 KiB,
-// and a body of 700 KiB needs 1 MiB): a body sent too slowly ends at the batch timeout; of two
-// sent at once at least one is answered 503 with Retry-After; then a batch is served again.
+// and a body of 700 KiB needs 1 MiB): a body sent too slowly ends at the batch timeout, one past
+// the message limit is refused; of two sent at once at least one is answered 503 with
+// Retry-After; then a batch is served again.
 func TestBatchMemory(t *testing.T) {
 	srv := newServer(nil)
 	srv.BatchMemory = 1<<20 + 32<<10
@@ -440,6 +441,14 @@ func TestBatchMemory(t *testing.T) {
 	if a := <-answers; a != "408 " {
 		t.Fatalf("a body sent too slowly: %q, want 408 at the batch timeout", a)
 	}
+	// A body past the message limit (here 1 MiB) is refused as such, its memory released.
+	srv.Options.Limits.MaxMessageSize = 1 << 20
+	resp, err := http.Post(hs.URL, "text/plain", strings.NewReader(strings.Repeat(" ", 1<<20+1)))
+	if err != nil || resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("a body past the message limit: %v %v, want 413", resp, err)
+	}
+	resp.Body.Close()
+	srv.Options.Limits.MaxMessageSize = 0
 	go send(10*time.Second, answers)
 	go send(10*time.Second, answers)
 	a, b := <-answers, <-answers
