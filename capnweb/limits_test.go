@@ -406,19 +406,22 @@ func TestPeerThatDoesNotReadIsDropped(t *testing.T) {
 	}
 }
 
-// TestBatchMemory: the batch bodies the server holds at once are bounded (here 1 MiB + 32 KiB,
+// TestBatchMemory: the batch bodies a server holds at once are bounded (here 1 MiB + 32 KiB,
 // and a body of 700 KiB needs 1 MiB): a body sent too slowly ends at the batch timeout, one past
 // the message limit is refused; of two sent at once at least one is answered 503 with
 // Retry-After; then a batch is served again.
 func TestBatchMemory(t *testing.T) {
-	srv := newServer(nil)
-	srv.BatchMemory = 1<<20 + 32<<10
-	srv.BatchTimeout = time.Second
-	hs := httptest.NewServer(http.HandlerFunc(srv.ServeBatch))
-	defer hs.Close()
+	serve := func(timeout time.Duration, maxMessage int) *httptest.Server {
+		srv := newServer(nil)
+		srv.BatchMemory, srv.BatchTimeout = 1<<20+32<<10, timeout
+		srv.Options.Limits.MaxMessageSize = maxMessage
+		hs := httptest.NewServer(http.HandlerFunc(srv.ServeBatch))
+		t.Cleanup(hs.Close)
+		return hs
+	}
 	// send sends 700 KiB of a promised 4 MiB, then nothing, and returns the answer's status
-	// and Retry-After (or the read error) within wait.
-	send := func(wait time.Duration, answer chan<- string) {
+	// and Retry-After, or the read error once wait has passed (then it closes the connection).
+	send := func(hs *httptest.Server, wait time.Duration, answer chan<- string) {
 		c, err := net.Dial("tcp", hs.Listener.Addr().String())
 		if err != nil {
 			answer <- err.Error()
@@ -437,22 +440,20 @@ func TestBatchMemory(t *testing.T) {
 		answer <- fmt.Sprintf("%d %s", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 	answers := make(chan string, 2)
-	send(10*time.Second, answers)
+	send(serve(time.Second, 0), 10*time.Second, answers)
 	if a := <-answers; a != "408 " {
 		t.Fatalf("a body sent too slowly: %q, want 408 at the batch timeout", a)
 	}
-	// A body past the message limit (here 1 MiB) is refused as such, its memory released.
-	srv.Options.Limits.MaxMessageSize = 1 << 20
-	resp, err := http.Post(hs.URL, "text/plain", strings.NewReader(strings.Repeat(" ", 1<<20+1)))
+	resp, err := http.Post(serve(time.Second, 1<<20).URL, "text/plain", strings.NewReader(strings.Repeat(" ", 1<<20+1)))
 	if err != nil || resp.StatusCode != http.StatusRequestEntityTooLarge {
-		t.Fatalf("a body past the message limit: %v %v, want 413", resp, err)
+		t.Fatalf("a body past the message limit (1 MiB): %v %v, want 413", resp, err)
 	}
 	resp.Body.Close()
-	srv.Options.Limits.MaxMessageSize = 0
-	go send(10*time.Second, answers)
-	go send(10*time.Second, answers)
-	a, b := <-answers, <-answers
-	if a != "503 5" && b != "503 5" {
+	// The server waits long for the bodies; the one not refused is given up by the client.
+	hs := serve(time.Minute, 0)
+	go send(hs, 3*time.Second, answers)
+	go send(hs, 3*time.Second, answers)
+	if a, b := <-answers, <-answers; a != "503 5" && b != "503 5" {
 		t.Fatalf("two bodies that together pass the budget: %q and %q, want a 503 with Retry-After", a, b)
 	}
 	deadline := time.Now().Add(10 * time.Second)
