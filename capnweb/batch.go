@@ -36,8 +36,9 @@ func (srv *Server) ServeBatch(w http.ResponseWriter, r *http.Request) {
 	// The body must arrive within the batch's time, so that a slowly sent one cannot hold
 	// its reservation (and the connection) for ever.
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
-	body, held, err := srv.readBatch(http.MaxBytesReader(w, r.Body, int64(lim.MaxMessageSize)), lim.MaxMessageSize)
-	defer srv.batchBytes.Add(-held)
+	budget, _ := srv.budget()
+	body, held, err := readBatch(http.MaxBytesReader(w, r.Body, int64(lim.MaxMessageSize)), lim.MaxMessageSize, budget)
+	defer budget.release(held)
 	if err != nil {
 		disposeMain(opts.Main)
 		status := http.StatusRequestEntityTooLarge
@@ -69,20 +70,15 @@ var errBatchMemory = errors.New("the server holds as many batch requests as it t
 const batchChunk = 64 << 10
 
 // readBatch reads a batch body of at most maxBody bytes (r fails past it), reserving its bytes
-// against Server.BatchMemory as its buffer grows with what arrived (a Content-Length is not
-// taken on trust). It returns the bytes reserved, which the caller releases when it is done
-// with the body (also after an error).
-func (srv *Server) readBatch(r io.Reader, maxBody int) (body []byte, held int64, err error) {
-	limit := srv.BatchMemory
-	if limit <= 0 {
-		limit = DefaultBatchMemory
-	}
+// in budget as its buffer grows with what arrived (a Content-Length is not taken on trust). It
+// returns the bytes reserved, which the caller releases when it is done with the body (also
+// after an error).
+func readBatch(r io.Reader, maxBody int, budget *byteBudget) (body []byte, held int64, err error) {
 	for {
 		if len(body) == cap(body) {
 			// Doubling, as append would, up to one byte past the largest body (to read its end).
 			grow := min(max(batchChunk, cap(body)), maxBody+1-cap(body))
-			if srv.batchBytes.Add(int64(grow)) > limit {
-				srv.batchBytes.Add(-int64(grow))
+			if !budget.reserve(int64(grow)) {
 				return nil, held, errBatchMemory
 			}
 			held += int64(grow)

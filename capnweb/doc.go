@@ -83,7 +83,9 @@
 // errors only reject the call. Blob, Request and Response values are refused with such an
 // abort. The session also bounds what it holds for the peer: answers the peer does not read
 // wait up to MaxQueuedBytes (32 MiB) and the write deadline (10 s) before the session ends,
-// while it keeps reading meanwhile, so a stalled peer never stops its own messages.
+// while it keeps reading meanwhile, so a stalled peer never stops its own messages. A Server
+// also bounds, across its sessions, the batch bodies (Server.BatchMemory) and the large
+// incoming WebSocket messages (Server.MessageMemory) it holds at once.
 //
 // # Streams
 //

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -470,5 +471,84 @@ func TestBatchMemory(t *testing.T) {
 			t.Fatalf("a batch after the bodies ended: %s; their memory was not freed", resp.Status)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestMessageMemory: the large incoming messages a server's sessions hold at once are bounded
+// (here 1 MiB; what a message takes past 64 KiB counts): of two peers that each send 700 KiB
+// of a message and stop, at least one session ends saying why; once both are gone, and a
+// session ended by a bad message of 700 KiB, a session takes a message of 600 KiB again, so
+// what they held was given back.
+func TestMessageMemory(t *testing.T) {
+	sessions := make(chan *capnweb.Session, 4)
+	srv := newServer(sessions)
+	srv.MessageMemory = 1 << 20
+	hs := httptest.NewServer(http.HandlerFunc(srv.ServeWebSocket))
+	defer hs.Close()
+	url := "ws" + strings.TrimPrefix(hs.URL, "http")
+	var conns []*websocket.Conn
+	var served []*capnweb.Session
+	for range 2 {
+		c, _, err := websocket.DefaultDialer.Dial(url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns, served = append(conns, c), append(served, <-sessions)
+		w, err := c.NextWriter(websocket.TextMessage)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = w.Write([]byte(strings.Repeat(" ", 700<<10))) // never closed: the message never ends
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !slices.ContainsFunc(served, func(s *capnweb.Session) bool {
+		return s.Err() != nil && strings.Contains(s.Err().Error(), "large incoming messages")
+	}) {
+		if time.Now().After(deadline) {
+			t.Fatalf("two unfinished messages past the budget: sessions end with %v and %v, want one saying the server holds as many large messages as it takes", served[0].Err(), served[1].Err())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for i, c := range conns {
+		c.Close()
+		<-served[i].Done()
+	}
+	// A whole large message that ends its session (a bad one) is given back too.
+	bad, _, err := websocket.DefaultDialer.Dial(url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bad.Close()
+	if err := bad.WriteMessage(websocket.TextMessage, fmt.Appendf(nil, `["bogus",%q]`, strings.Repeat("x", 700<<10))); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-(<-sessions).Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("a bad message did not end its session")
+	}
+	// The ended sessions give their share back as their read loops stop, right after they
+	// end: a leak would refuse the message for ever, so it is tried until a deadline.
+	big := strings.Repeat("x", 600<<10)
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		c, _, err := websocket.DefaultDialer.Dial(url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range []string{fmt.Sprintf(`["push",["pipeline",0,["echo"],[%q]]]`, big), `["pull",1]`} {
+			_ = c.WriteMessage(websocket.TextMessage, []byte(m))
+		}
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_, msg, err := c.ReadMessage()
+		c.Close()
+		if err == nil && strings.HasPrefix(string(msg), `["resolve",1,`) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a 600 KiB message after the others ended: %.80s %v, want its answer", msg, err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

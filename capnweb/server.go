@@ -1,11 +1,12 @@
 package capnweb
 
 import (
+	"cmp"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"time"
 )
 
@@ -27,15 +28,36 @@ type Server struct {
 	// being read (0 means DefaultBatchMemory): past it a request is answered 503 with
 	// Retry-After, so that many large or slowly sent bodies cannot exhaust the memory.
 	BatchMemory int64
+	// MessageMemory bounds the bytes of large incoming WebSocket messages (those past 64 KiB,
+	// counted while they arrive) the server's sessions hold at once (0 means
+	// DefaultMessageMemory): past it the session receiving one ends, saying so, so that
+	// many peers sending large messages slowly cannot exhaust the memory.
+	MessageMemory int64
 	// OnSession, if set, is called with every WebSocket session when it starts.
 	OnSession func(*Session)
 
-	sessions   sessions     // live WebSocket sessions, for Shutdown
-	batchBytes atomic.Int64 // bytes of batch bodies held now (see BatchMemory)
+	sessions sessions // live WebSocket sessions, for Shutdown
+
+	budgets      sync.Once
+	batchBytes   *byteBudget // see BatchMemory
+	messageBytes *byteBudget // see MessageMemory
 }
 
-// DefaultBatchMemory is Server.BatchMemory when left zero.
-const DefaultBatchMemory = 256 << 20
+// DefaultBatchMemory and DefaultMessageMemory are Server.BatchMemory and Server.MessageMemory
+// when left zero.
+const (
+	DefaultBatchMemory   = 256 << 20
+	DefaultMessageMemory = 512 << 20
+)
+
+// budget returns the server's byte budgets, made on first use from its settings.
+func (srv *Server) budget() (batch, message *byteBudget) {
+	srv.budgets.Do(func() {
+		srv.batchBytes = &byteBudget{limit: cmp.Or(srv.BatchMemory, DefaultBatchMemory)}
+		srv.messageBytes = &byteBudget{limit: cmp.Or(srv.MessageMemory, DefaultMessageMemory)}
+	})
+	return srv.batchBytes, srv.messageBytes
+}
 
 // AllowAnyOrigin is a CheckOrigin that accepts every origin. Use it only when authentication
 // happens in-band (an RPC that returns an authenticated object), never with cookies.

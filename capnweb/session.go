@@ -412,8 +412,16 @@ func (s *Session) readerIdle() {
 	}
 }
 
-// stopReading releases what a watched read loop holds when it ends.
+// readReleaser is implemented by transports that hold something for the last message read
+// until the next read (wsTransport: its share of Server.MessageMemory).
+type readReleaser interface{ releaseRead() }
+
+// stopReading releases what the read loop holds when it ends: the transport's hold on the
+// last message, and a watched read loop's flush hold and inline queues.
 func (s *Session) stopReading() {
+	if rr, ok := s.tr.(readReleaser); ok {
+		rr.releaseRead()
+	}
 	if !s.watched {
 		return
 	}

@@ -46,8 +46,10 @@ type wsTransport struct {
 	once      sync.Once
 	wg        sync.WaitGroup
 
-	rbuf       []byte    // reused by ReadMessage
-	lastExtend time.Time // when the read deadline was last moved (read loop only)
+	rbuf       []byte      // reused by ReadMessage
+	lastExtend time.Time   // when the read deadline was last moved (read loop only)
+	budget     *byteBudget // bounds large messages across sessions (Server.MessageMemory); nil: none
+	held       int64       // bytes of the last message reserved in budget (read loop only)
 
 	wmu           sync.Mutex // serializes writes to nc; guards the fields below
 	wbuf          []byte
@@ -65,11 +67,11 @@ type wsTransport struct {
 }
 
 // newWSTransport wraps an open connection. keepAlive 0 means the default, negative disables it.
-func newWSTransport(c *websocket.Conn, client bool, keepAlive time.Duration, maxMessage int) *wsTransport {
+func newWSTransport(c *websocket.Conn, client bool, keepAlive time.Duration, maxMessage int, budget *byteBudget) *wsTransport {
 	if keepAlive == 0 {
 		keepAlive = defaultKeepAlive
 	}
-	t := &wsTransport{c: c, nc: c.NetConn(), client: client, keepAlive: keepAlive, done: make(chan struct{})}
+	t := &wsTransport{c: c, nc: c.NetConn(), client: client, keepAlive: keepAlive, budget: budget, done: make(chan struct{})}
 	t.raw, _ = t.nc.(*rawConn)
 	c.SetReadLimit(int64(maxMessage))
 	c.SetPingHandler(func(data string) error {
@@ -149,6 +151,7 @@ func (t *wsTransport) pingLoop() {
 // ReadMessage returns the next text message. The slice is reused by the next call (the session
 // copies what it keeps while parsing).
 func (t *wsTransport) ReadMessage() ([]byte, error) {
+	t.releaseRead() // the previous message has been handled
 	typ, r, err := t.c.NextReader()
 	if err != nil {
 		return nil, readError(err)
@@ -163,6 +166,15 @@ func (t *wsTransport) ReadMessage() ([]byte, error) {
 	for {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
+			// What a message takes past keepBufferSize counts in the budget until the next
+			// read (or until the reading fails).
+			if more := int64(cap(buf)-keepBufferSize) - t.held; more > 0 {
+				if !t.budget.reserve(more) {
+					t.rbuf = nil
+					return nil, errMessageMemory
+				}
+				t.held += more
+			}
 		}
 		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
@@ -170,6 +182,7 @@ func (t *wsTransport) ReadMessage() ([]byte, error) {
 			break
 		}
 		if err != nil {
+			t.releaseRead()
 			return nil, readError(err)
 		}
 	}
@@ -186,6 +199,17 @@ func (t *wsTransport) ReadMessage() ([]byte, error) {
 	}
 	return buf, nil
 }
+
+// releaseRead gives back the last message's share of the server's MessageMemory: the read
+// loop calls it before each read and when it stops reading.
+func (t *wsTransport) releaseRead() {
+	t.budget.release(t.held)
+	t.held = 0
+}
+
+// errMessageMemory ends a session whose incoming message would take the large messages the
+// server's sessions hold past Server.MessageMemory.
+var errMessageMemory = errors.New("the server holds as many large incoming messages as it takes at once: send this one again shortly")
 
 // readError describes why reading a message failed.
 func readError(err error) error {
@@ -422,7 +446,7 @@ func DialWebSocket(ctx context.Context, url string, opts Options) (*Session, err
 		opts.Peer = PeerInfo{Transport: "websocket", RemoteAddr: c.RemoteAddr().String()}
 	}
 	lim := opts.Limits.withDefaults()
-	return NewSession(newWSTransport(c, true, opts.KeepAlive, lim.MaxMessageSize), opts), nil
+	return NewSession(newWSTransport(c, true, opts.KeepAlive, lim.MaxMessageSize, nil), opts), nil
 }
 
 // ServeWebSocket upgrades the request and runs a session until it ends.
@@ -439,7 +463,8 @@ func (srv *Server) ServeWebSocket(w http.ResponseWriter, r *http.Request) {
 	}
 	// The session is known to Shutdown before it reads its first message, so that a call it
 	// runs is always drained.
-	s := newSession(newWSTransport(c, false, opts.KeepAlive, opts.Limits.withDefaults().MaxMessageSize), opts)
+	_, messages := srv.budget()
+	s := newSession(newWSTransport(c, false, opts.KeepAlive, opts.Limits.withDefaults().MaxMessageSize, messages), opts)
 	if !srv.sessions.add(s) { // Shutdown began during the upgrade
 		s.start()
 		s.closeWith(ErrShuttingDown)
