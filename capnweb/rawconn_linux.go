@@ -82,20 +82,25 @@ func (c *rawConn) Read(p []byte) (int, error) {
 
 // readOnce is Read's function for rc.Read: one read, or false to wait for the socket.
 func (c *rawConn) readOnce(fd uintptr) bool {
-	for {
-		r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&c.rp[0])), uintptr(len(c.rp)))
-		switch e {
-		case syscall.EINTR:
-			continue
-		case syscall.EAGAIN:
-			if !c.waited && c.idle != nil {
-				c.waited = true
-				c.idle()
-			}
-			return false // wait until the socket is readable
+	n, e := rawIO(syscall.SYS_READ, fd, c.rp)
+	if e == syscall.EAGAIN {
+		if !c.waited && c.idle != nil {
+			c.waited = true
+			c.idle()
 		}
-		c.rn, c.rerr = int(r), e
-		return true
+		return false // wait until the socket is readable
+	}
+	c.rn, c.rerr = n, e
+	return true
+}
+
+// rawIO makes one read or write system call (trap) on fd with p, repeated while interrupted.
+func rawIO(trap, fd uintptr, p []byte) (int, syscall.Errno) {
+	for {
+		r, _, e := syscall.RawSyscall(trap, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+		if e != syscall.EINTR {
+			return int(r), e
+		}
 	}
 }
 
@@ -131,19 +136,14 @@ func (c *rawConn) tryWrite(p []byte) (int, error) {
 
 // writeOnce is tryWrite's function for rc.Write: one write, never waiting.
 func (c *rawConn) writeOnce(fd uintptr) bool {
-	for {
-		r, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&c.wp[0])), uintptr(len(c.wp)))
-		switch e {
-		case syscall.EINTR:
-			continue
-		case 0:
-			c.wn = int(r)
-		case syscall.EAGAIN: // full: the caller decides whether to wait
-		default:
-			c.werr = e
-		}
-		return true
+	switch n, e := rawIO(syscall.SYS_WRITE, fd, c.wp); e {
+	case 0:
+		c.wn = n
+	case syscall.EAGAIN: // full: the caller decides whether to wait
+	default:
+		c.werr = e
 	}
+	return true
 }
 
 // opError describes a failed system call as the net package does.
