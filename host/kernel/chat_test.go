@@ -1,7 +1,6 @@
 package kernel_test
 
 import (
-	"atelier/host/agent/agenttest"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -26,22 +25,8 @@ func chatServer(t *testing.T, path string, agent kernel.AgentRunner) *server {
 	return s
 }
 
-// chatEvents collects a chat subscription's events.
-type chatEvents struct{ *agenttest.Events }
-
-func newChatEvents() chatEvents { return chatEvents{agenttest.NewEvents()} }
-
-// fn is the subscription's callback.
-func (c chatEvents) fn(v map[string]any) { c.Fn(v) }
-
-// waitFor returns the first event for which match holds, waiting up to 10 seconds for it.
-func (c chatEvents) waitFor(t *testing.T, what string, match func(map[string]any) bool) map[string]any {
-	t.Helper()
-	return c.WaitFor(t, 10*time.Second, what, match)
-}
-
 // done waits for the n-th "done" event and returns why the run ended.
-func (c chatEvents) done(t *testing.T, n int) string {
+func (c collector) done(t *testing.T, n int) string {
 	t.Helper()
 	var dones []string
 	c.Await(t, 10*time.Second, fmt.Sprintf("the end of run %d", n), func(got []map[string]any) bool {
@@ -88,7 +73,7 @@ func TestChatHistoryIsDurablePagedAndFenced(t *testing.T) {
 	if chat["title"] != "hello there" || chat["creator"] != "bob" || chat["running"] != false || chat["modelId"] != nil {
 		t.Fatalf("newChat = %v", chat)
 	}
-	events := newChatEvents()
+	events := newCollector()
 	await(t, ws.Call(ctx, "subscribeChat", chatID, events.fn))
 	for i := range 60 {
 		await(t, bws.Call(ctx, "sendChatMessage", chatID, fmt.Sprintf("m%d", i)))

@@ -77,7 +77,7 @@ func TestChatAgentRunsStopsRetriesAndSurvivesPanics(t *testing.T) {
 	agent.mode.Store("block")
 	chatID := await(t, ws.Call(ctx, "newChat", "hi", "m1")).(map[string]any)["id"].(string)
 	<-agent.started
-	events := newChatEvents()
+	events := newCollector()
 	await(t, ws.Call(ctx, "subscribeChat", chatID, events.fn))
 	if info := await(t, ws.Call(ctx, "getChat", chatID)).(map[string]any); info["running"] != true || info["modelId"] != "m1" {
 		t.Fatalf("getChat during a run = %v", info)
@@ -191,7 +191,7 @@ func TestChatConnectionRequestWaitsForTheUser(t *testing.T) {
 	}
 
 	// Only the user asked may answer; declining resumes the agent, which reads the answer.
-	sub := newChatEvents()
+	sub := newCollector()
 	await(t, ws.Call(ctx, "subscribeChat", chat, sub.fn))
 	agent.set(func(ctx context.Context, run kernel.ChatRun) error {
 		return run.RequestConnection(ctx, kernel.ConnectionRequest{Gatekeeper: "mail", Binding: "mail"})

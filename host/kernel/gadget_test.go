@@ -2,15 +2,16 @@ package kernel_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"atelier/capnweb"
+	"atelier/host/agent/agenttest"
 	"atelier/host/kernel"
 	"atelier/sdk/guesttest"
 )
@@ -118,37 +119,29 @@ func anyStrings(l []any) []string {
 	return out
 }
 
-// collector records what a subscription callback receives.
-type collector struct {
-	mu   sync.Mutex
-	got  []map[string]any
-	more chan struct{}
-}
+// collector records what a subscription callback receives (fn); it never blocks the delivery.
+type collector struct{ *agenttest.Events }
 
-func newCollector() *collector { return &collector{more: make(chan struct{}, 100)} }
+func newCollector() collector { return collector{agenttest.NewEvents()} }
 
-func (c *collector) fn(v map[string]any) {
-	c.mu.Lock()
-	c.got = append(c.got, v)
-	c.mu.Unlock()
-	c.more <- struct{}{}
-}
+// fn is the subscription's callback.
+func (c collector) fn(v map[string]any) { c.Fn(v) }
 
-func (c *collector) wait(t *testing.T, n int) []map[string]any {
+// wait waits up to 10 seconds for n values and returns those received.
+func (c collector) wait(t *testing.T, n int) []map[string]any {
 	t.Helper()
-	for {
-		c.mu.Lock()
-		got := append([]map[string]any(nil), c.got...)
-		c.mu.Unlock()
-		if len(got) >= n {
-			return got
-		}
-		select {
-		case <-c.more:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("got %d values, want %d: %v", len(got), n, got)
-		}
-	}
+	var got []map[string]any
+	c.Await(t, 10*time.Second, fmt.Sprintf("%d values", n), func(g []map[string]any) bool {
+		got = g
+		return len(g) >= n
+	})
+	return got
+}
+
+// waitFor returns the first value for which match holds, waiting up to 10 seconds for it.
+func (c collector) waitFor(t *testing.T, what string, match func(map[string]any) bool) map[string]any {
+	t.Helper()
+	return c.WaitFor(t, 10*time.Second, what, match)
 }
 
 func TestEventsReachEverySubscriber(t *testing.T) {
@@ -172,7 +165,7 @@ func TestEventsReachEverySubscriber(t *testing.T) {
 
 	app := todo.Call(ctx, "connect")
 	await(t, app.Call(ctx, "add", "buy milk"))
-	for _, c := range []*collector{one, two} {
+	for _, c := range []collector{one, two} {
 		ev := c.wait(t, 1)[0]
 		if ev["topic"] != "todos" || ev["payload"].(map[string]any)["kind"] != "added" {
 			t.Fatalf("event = %v", ev)

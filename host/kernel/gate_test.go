@@ -195,11 +195,8 @@ func TestOutputGateHoldsEvents(t *testing.T) {
 	out := pending(app.Call(ctx, "add", "buy milk"))
 	g.waitSubmitted(t, 1)
 	noneYet(t, out)
-	evs.mu.Lock()
-	early := len(evs.got)
-	evs.mu.Unlock()
-	if early != 0 {
-		t.Fatalf("an event was published before its commit: %v", evs.got)
+	if early := evs.Got(); len(early) != 0 {
+		t.Fatalf("an event was published before its commit: %v", early)
 	}
 	g.release(nil)
 	if r := <-out; r.err != nil {
