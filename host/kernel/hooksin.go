@@ -142,7 +142,9 @@ func (k *Kernel) forwardHook(ctx context.Context, node store.NodeID, id string, 
 		}
 		h[name] = list
 	}
-	d, err := capnweb.AwaitAs[HookDelivery](ctx, sess.Main().Call(ctx, "deliverHook", id, h, body))
+	peer := sess.Main() // a reference of the kept session's main object, given back below
+	defer peer.Dispose()
+	d, err := capnweb.AwaitAs[HookDelivery](ctx, peer.Call(ctx, "deliverHook", id, h, body))
 	if err != nil && sess.Err() != nil { // the session ended (the node went, or restarted)
 		k.hooks.peers.drop(node, sess)
 		return HookDelivery{}, fail(CodeMoved, "reach node %s: %v", node, err)
