@@ -154,6 +154,9 @@ func fromBlueprint(tb testing.TB, s *session, acc account, bp string, from, to i
 //     ATELIER_BENCH_LOOP_PROFILE see it); cpu-ns/op counts clients and server together,
 //     commits/fsync is the mean number of calls' commits the store wrote per transaction.
 //   - inproc_read: get() on that path, which commits nothing, to split the cost.
+//   - full_read and full_rpc split full's cost the same way: get() (the gadget's call without
+//     a commit) and the read of a property the connection does not have (the Cap'n Web round
+//     trip alone: no kernel, no gadget), on the same server and sessions.
 //   - direct: the export called on a host/runtime instance with an in-memory kv.
 //
 // ns/op is wall time per call over all clients, cpu-ns/op this process's CPU time per call,
@@ -187,11 +190,19 @@ func BenchmarkPath(b *testing.B) {
 				})
 			})
 			b.Run("full", func(b *testing.B) {
-				user0, sys0 := processCPU(b, srv.Pid())
-				loadgen.Run(b, clients, increment(full))
-				user1, sys1 := processCPU(b, srv.Pid())
-				b.ReportMetric(float64(user1-user0+sys1-sys0)/float64(b.N), "server-cpu-ns/op")
-				b.ReportMetric(float64(sys1-sys0)/float64(b.N), "server-sys-ns/op")
+				serverRun(b, srv.Pid(), clients, increment(full))
+			})
+			b.Run("full_read", func(b *testing.B) {
+				serverRun(b, srv.Pid(), clients, func(c int) error {
+					_, err := full[c].Call(ctx, "get").Await(ctx)
+					return err
+				})
+			})
+			b.Run("full_rpc", func(b *testing.B) {
+				serverRun(b, srv.Pid(), clients, func(c int) error {
+					_, err := full[c].Get("none").Await(ctx)
+					return err
+				})
 			})
 			b.Run("direct", func(b *testing.B) {
 				comp, err := p.rt.Compile(bg, code)
@@ -247,6 +258,16 @@ func connectFleet(b *testing.B, url string, code []byte, n int) []*capnweb.Stub 
 		}
 	})
 	return conns
+}
+
+// serverRun runs the load generator with clients callers of call and reports the CPU time
+// the server process pid spent per call, and the part of it spent in the kernel.
+func serverRun(b *testing.B, pid, clients int, call func(int) error) {
+	user0, sys0 := processCPU(b, pid)
+	loadgen.Run(b, clients, call)
+	user1, sys1 := processCPU(b, pid)
+	b.ReportMetric(float64(user1-user0+sys1-sys0)/float64(b.N), "server-cpu-ns/op")
+	b.ReportMetric(float64(sys1-sys0)/float64(b.N), "server-sys-ns/op")
 }
 
 // processCPU returns the user and the system CPU time process pid has used so far, from
