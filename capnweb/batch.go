@@ -36,7 +36,8 @@ func (srv *Server) ServeBatch(w http.ResponseWriter, r *http.Request) {
 	// The body must arrive within the batch's time, so that a slowly sent one cannot hold
 	// its reservation (and the connection) for ever.
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
-	budget, _ := srv.budget()
+	batches, _ := srv.budget()
+	budget := batches.share(r.RemoteAddr)
 	body, held, err := readBatch(http.MaxBytesReader(w, r.Body, int64(lim.MaxMessageSize)), lim.MaxMessageSize, budget)
 	defer budget.release(held)
 	if err != nil {
@@ -45,6 +46,9 @@ func (srv *Server) ServeBatch(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case errors.Is(err, errBatchMemory):
 			status = http.StatusServiceUnavailable
+			w.Header().Set("Retry-After", "5")
+		case errors.Is(err, errAddressBatchMemory):
+			status = http.StatusTooManyRequests
 			w.Header().Set("Retry-After", "5")
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			status = http.StatusRequestTimeout
@@ -66,6 +70,10 @@ func (srv *Server) ServeBatch(w http.ResponseWriter, r *http.Request) {
 // errBatchMemory refuses a batch body that would take the bodies held past Server.BatchMemory.
 var errBatchMemory = errors.New("the server holds as many batch requests as it takes at once: send this one again shortly")
 
+// errAddressBatchMemory refuses a batch body that would take the bodies of its client network
+// past Server.BatchMemoryPerAddress.
+var errAddressBatchMemory = errors.New("the server holds as many batch requests from your address as it takes from one address at once: send this one again when your others have been answered")
+
 // batchChunk is how much of a batch body is reserved and read first.
 const batchChunk = 64 << 10
 
@@ -73,12 +81,15 @@ const batchChunk = 64 << 10
 // in budget as its buffer grows with what arrived (a Content-Length is not taken on trust). It
 // returns the bytes reserved, which the caller releases when it is done with the body (also
 // after an error).
-func readBatch(r io.Reader, maxBody int, budget *byteBudget) (body []byte, held int64, err error) {
+func readBatch(r io.Reader, maxBody int, budget *budgetShare) (body []byte, held int64, err error) {
 	for {
 		if len(body) == cap(body) {
 			// Doubling, as append would, up to one byte past the largest body (to read its end).
 			grow := min(max(batchChunk, cap(body)), maxBody+1-cap(body))
-			if !budget.reserve(int64(grow)) {
+			switch budget.reserve(int64(grow)) {
+			case budgetAddress:
+				return nil, held, errAddressBatchMemory
+			case budgetServer:
 				return nil, held, errBatchMemory
 			}
 			held += int64(grow)

@@ -85,7 +85,8 @@
 // wait up to MaxQueuedBytes (32 MiB) and the write deadline (10 s) before the session ends,
 // while it keeps reading meanwhile, so a stalled peer never stops its own messages. A Server
 // also bounds, across its sessions, the batch bodies (Server.BatchMemory) and the large
-// incoming WebSocket messages (Server.MessageMemory) it holds at once.
+// incoming WebSocket messages (Server.MessageMemory) it holds at once, and the part of each
+// that one client network holds (a quarter by default; see ClientNetwork).
 //
 // # Streams
 //

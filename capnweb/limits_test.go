@@ -410,26 +410,30 @@ func TestPeerThatDoesNotReadIsDropped(t *testing.T) {
 // TestBatchMemory: the batch bodies a server holds at once are bounded (here 1 MiB + 32 KiB,
 // and a body of 700 KiB needs 1 MiB): a body sent too slowly ends at the batch timeout, one past
 // the message limit is refused; of two sent at once at least one is answered 503 with
-// Retry-After; then a batch is served again.
+// Retry-After; then a batch is served again. One client's bodies are bounded by its share of
+// a larger budget (429), which leaves the rest to the other clients.
 func TestBatchMemory(t *testing.T) {
-	serve := func(timeout time.Duration, maxMessage int) *httptest.Server {
+	// A body of 700 KiB holds 1 MiB (its buffer grows by doubling).
+	serve := func(timeout time.Duration, maxMessage int, total, perAddress int64) *httptest.Server {
 		srv := newServer(nil)
-		srv.BatchMemory, srv.BatchTimeout = 1<<20+32<<10, timeout
+		srv.BatchMemory, srv.BatchMemoryPerAddress, srv.BatchTimeout = total, perAddress, timeout
 		srv.Options.Limits.MaxMessageSize = maxMessage
-		hs := httptest.NewServer(http.HandlerFunc(srv.ServeBatch))
+		hs := httptest.NewServer(fromClient(srv.ServeBatch))
 		t.Cleanup(hs.Close)
 		return hs
 	}
-	// send sends 700 KiB of a promised 4 MiB, then nothing, and returns the answer's status
-	// and Retry-After, or the read error once wait has passed (then it closes the connection).
-	send := func(hs *httptest.Server, wait time.Duration, answer chan<- string) {
+	const oneBody = 1<<20 + 32<<10
+	// send sends 700 KiB of a promised 4 MiB from the client at addr, then nothing, and
+	// returns the answer's status and Retry-After, or the read error once wait has passed
+	// (then it closes the connection).
+	send := func(hs *httptest.Server, addr string, wait time.Duration, answer chan<- string) {
 		c, err := net.Dial("tcp", hs.Listener.Addr().String())
 		if err != nil {
 			answer <- err.Error()
 			return
 		}
 		defer c.Close()
-		fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", 4<<20)
+		fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: x\r\nX-Client: %s\r\nContent-Length: %d\r\n\r\n", addr, 4<<20)
 		_, _ = c.Write(make([]byte, 700<<10)) // a refused one's may fail
 		_ = c.SetReadDeadline(time.Now().Add(wait))
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
@@ -441,36 +445,75 @@ func TestBatchMemory(t *testing.T) {
 		answer <- fmt.Sprintf("%d %s", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 	answers := make(chan string, 2)
-	send(serve(time.Second, 0), 10*time.Second, answers)
+	send(serve(time.Second, 0, oneBody, oneBody), "192.0.2.1:1", 10*time.Second, answers)
 	if a := <-answers; a != "408 " {
 		t.Fatalf("a body sent too slowly: %q, want 408 at the batch timeout", a)
 	}
-	resp, err := http.Post(serve(time.Second, 1<<20).URL, "text/plain", strings.NewReader(strings.Repeat(" ", 1<<20+1)))
+	resp, err := http.Post(serve(time.Second, 1<<20, oneBody, oneBody).URL, "text/plain", strings.NewReader(strings.Repeat(" ", 1<<20+1)))
 	if err != nil || resp.StatusCode != http.StatusRequestEntityTooLarge {
 		t.Fatalf("a body past the message limit (1 MiB): %v %v, want 413", resp, err)
 	}
 	resp.Body.Close()
-	// The server waits long for the bodies; the one not refused is given up by the client.
-	hs := serve(time.Minute, 0)
-	go send(hs, 3*time.Second, answers)
-	go send(hs, 3*time.Second, answers)
-	if a, b := <-answers, <-answers; a != "503 5" && b != "503 5" {
-		t.Fatalf("two bodies that together pass the budget: %q and %q, want a 503 with Retry-After", a, b)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, err := http.Post(hs.URL, "text/plain", strings.NewReader(`["push",["pipeline",0,["echo"],["x"]]]`+"\n"+`["pull",1]`))
+	// batch posts a small batch from the client at addr and returns its status.
+	batch := func(hs *httptest.Server, addr string) int {
+		req, err := http.NewRequest(http.MethodPost, hs.URL, strings.NewReader(`["push",["pipeline",0,["echo"],["x"]]]`+"\n"+`["pull",1]`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Client", addr)
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if resp.StatusCode == http.StatusOK {
-			break
-		}
+		return resp.StatusCode
+	}
+	// The server waits long for the bodies; the one not refused is given up by the client.
+	// Two clients' bodies pass the server's budget (each address may hold all of it).
+	hs := serve(time.Minute, 0, oneBody, oneBody)
+	go send(hs, "192.0.2.1:1", 3*time.Second, answers)
+	go send(hs, "192.0.2.2:1", 3*time.Second, answers)
+	if a, b := <-answers, <-answers; a != "503 5" && b != "503 5" {
+		t.Fatalf("two bodies that together pass the budget: %q and %q, want a 503 with Retry-After", a, b)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for batch(hs, "192.0.2.1:1") != http.StatusOK {
 		if time.Now().After(deadline) {
-			t.Fatalf("a batch after the bodies ended: %s; their memory was not freed", resp.Status)
+			t.Fatal("a batch after the bodies ended is refused: their memory was not freed")
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	// Two bodies of one client pass its share of a larger budget: the second is refused
+	// with 429, and while the first is held that client's small batch is refused too, but
+	// not another client's (an IPv6 client counts by its /64).
+	hs = serve(time.Minute, 0, 4*oneBody, oneBody)
+	go send(hs, "[2001:db8::1]:1", 5*time.Second, answers)
+	go send(hs, "[2001:db8::2]:1", 5*time.Second, answers)
+	if a := <-answers; a != "429 5" {
+		t.Fatalf("two bodies of one client that together pass its share: %q, want a 429 with Retry-After", a)
+	}
+	// The body held may still be growing to 1 MiB after the other's refusal.
+	deadline = time.Now().Add(4 * time.Second)
+	for got := 0; got != http.StatusTooManyRequests; got = batch(hs, "[2001:db8::3]:1") {
+		if time.Now().After(deadline) {
+			t.Fatalf("a small batch of the client whose share is held: %d, want 429", got)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := batch(hs, "[2001:db8:1::1]:1"); got != http.StatusOK {
+		t.Fatalf("a small batch of another client while one holds its share: %d, want 200", got)
+	}
+	<-answers
+}
+
+// fromClient serves h with the request's RemoteAddr taken from its X-Client header, as
+// the gateway does behind a trusted proxy, so that a test plays several clients.
+func fromClient(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if a := r.Header.Get("X-Client"); a != "" {
+			r.RemoteAddr = a
+		}
+		h(w, r)
 	}
 }
 
@@ -482,7 +525,7 @@ func TestBatchMemory(t *testing.T) {
 func TestMessageMemory(t *testing.T) {
 	sessions := make(chan *capnweb.Session, 4)
 	srv := newServer(sessions)
-	srv.MessageMemory = 1 << 20
+	srv.MessageMemory, srv.MessageMemoryPerAddress = 1<<20, 1<<20
 	hs := httptest.NewServer(http.HandlerFunc(srv.ServeWebSocket))
 	defer hs.Close()
 	url := "ws" + strings.TrimPrefix(hs.URL, "http")
@@ -550,5 +593,56 @@ func TestMessageMemory(t *testing.T) {
 			t.Fatalf("a 600 KiB message after the others ended: %.80s %v, want its answer", msg, err)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestMessageMemoryPerAddress: one client's large incoming messages are bounded by its share
+// of the server's budget (here 1 MiB of 4 MiB): of its two unfinished 700 KiB messages one
+// ends its session, saying so, and while the other is held another client's 600 KiB message
+// is answered.
+func TestMessageMemoryPerAddress(t *testing.T) {
+	sessions := make(chan *capnweb.Session, 4)
+	srv := newServer(sessions)
+	srv.MessageMemory, srv.MessageMemoryPerAddress = 4<<20, 1<<20
+	hs := httptest.NewServer(fromClient(srv.ServeWebSocket))
+	defer hs.Close()
+	url := "ws" + strings.TrimPrefix(hs.URL, "http")
+	dial := func(addr string) *websocket.Conn {
+		c, _, err := websocket.DefaultDialer.Dial(url, http.Header{"X-Client": {addr}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	var served []*capnweb.Session
+	for range 2 {
+		c := dial("192.0.2.1:1")
+		served = append(served, <-sessions)
+		w, err := c.NextWriter(websocket.TextMessage)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = w.Write([]byte(strings.Repeat(" ", 700<<10))) // never closed: the message never ends
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !slices.ContainsFunc(served, func(s *capnweb.Session) bool {
+		return s.Err() != nil && strings.Contains(s.Err().Error(), "from your address")
+	}) {
+		if time.Now().After(deadline) {
+			t.Fatalf("two unfinished messages of one client past its share: sessions end with %v and %v, want one saying the server holds as many from the address as it takes", served[0].Err(), served[1].Err())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	c := dial("192.0.2.2:1")
+	<-sessions
+	for _, m := range []string{fmt.Sprintf(`["push",["pipeline",0,["echo"],[%q]]]`, strings.Repeat("x", 600<<10)), `["pull",1]`} {
+		if err := c.WriteMessage(websocket.TextMessage, []byte(m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, msg, err := c.ReadMessage(); err != nil || !strings.HasPrefix(string(msg), `["resolve",1,`) {
+		t.Fatalf("another client's 600 KiB message while one holds its share: %.80s %v, want its answer", msg, err)
 	}
 }

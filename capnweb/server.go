@@ -33,6 +33,12 @@ type Server struct {
 	// DefaultMessageMemory): past it the session receiving one ends, saying so, so that
 	// many peers sending large messages slowly cannot exhaust the memory.
 	MessageMemory int64
+	// BatchMemoryPerAddress and MessageMemoryPerAddress bound the part of BatchMemory and of
+	// MessageMemory that the requests of one client network (ClientNetwork of the request's
+	// RemoteAddr) hold at once (0 means a quarter of it), so that one client cannot take
+	// all of it from the others: past it a batch request is answered 429 with Retry-After and
+	// a session receiving a large message ends, saying so.
+	BatchMemoryPerAddress, MessageMemoryPerAddress int64
 	// OnSession, if set, is called with every WebSocket session when it starts.
 	OnSession func(*Session)
 
@@ -53,8 +59,8 @@ const (
 // budget returns the server's byte budgets, made on first use from its settings.
 func (srv *Server) budget() (batch, message *byteBudget) {
 	srv.budgets.Do(func() {
-		srv.batchBytes = &byteBudget{limit: cmp.Or(srv.BatchMemory, DefaultBatchMemory)}
-		srv.messageBytes = &byteBudget{limit: cmp.Or(srv.MessageMemory, DefaultMessageMemory)}
+		srv.batchBytes = newByteBudget(cmp.Or(srv.BatchMemory, DefaultBatchMemory), srv.BatchMemoryPerAddress)
+		srv.messageBytes = newByteBudget(cmp.Or(srv.MessageMemory, DefaultMessageMemory), srv.MessageMemoryPerAddress)
 	})
 	return srv.batchBytes, srv.messageBytes
 }

@@ -46,10 +46,10 @@ type wsTransport struct {
 	once      sync.Once
 	wg        sync.WaitGroup
 
-	rbuf       []byte      // reused by ReadMessage
-	lastExtend time.Time   // when the read deadline was last moved (read loop only)
-	budget     *byteBudget // bounds large messages across sessions (Server.MessageMemory); nil: none
-	held       int64       // bytes of the last message reserved in budget (read loop only)
+	rbuf       []byte       // reused by ReadMessage
+	lastExtend time.Time    // when the read deadline was last moved (read loop only)
+	budget     *budgetShare // bounds large messages across sessions (Server.MessageMemory); nil: none
+	held       int64        // bytes of the last message reserved in budget (read loop only)
 
 	wmu           sync.Mutex // serializes writes to nc; guards the fields below
 	wbuf          []byte
@@ -67,7 +67,7 @@ type wsTransport struct {
 }
 
 // newWSTransport wraps an open connection. keepAlive 0 means the default, negative disables it.
-func newWSTransport(c *websocket.Conn, client bool, keepAlive time.Duration, maxMessage int, budget *byteBudget) *wsTransport {
+func newWSTransport(c *websocket.Conn, client bool, keepAlive time.Duration, maxMessage int, budget *budgetShare) *wsTransport {
 	if keepAlive == 0 {
 		keepAlive = defaultKeepAlive
 	}
@@ -169,8 +169,11 @@ func (t *wsTransport) ReadMessage() ([]byte, error) {
 			// What a message takes past keepBufferSize counts in the budget until the next
 			// read (or until the reading fails).
 			if more := int64(cap(buf)-keepBufferSize) - t.held; more > 0 {
-				if !t.budget.reserve(more) {
+				if refused := t.budget.reserve(more); refused != budgetFits {
 					t.rbuf = nil
+					if refused == budgetAddress {
+						return nil, errAddressMessageMemory
+					}
 					return nil, errMessageMemory
 				}
 				t.held += more
@@ -210,6 +213,10 @@ func (t *wsTransport) releaseRead() {
 // errMessageMemory ends a session whose incoming message would take the large messages the
 // server's sessions hold past Server.MessageMemory.
 var errMessageMemory = errors.New("the server holds as many large incoming messages as it takes at once: send this one again shortly")
+
+// errAddressMessageMemory ends a session whose incoming message would take the large messages
+// the sessions of its client network hold past Server.MessageMemoryPerAddress.
+var errAddressMessageMemory = errors.New("the server holds as many large incoming messages from your address as it takes from one address at once: send this one again when your others have arrived")
 
 // readError describes why reading a message failed.
 func readError(err error) error {
@@ -464,7 +471,7 @@ func (srv *Server) ServeWebSocket(w http.ResponseWriter, r *http.Request) {
 	// The session is known to Shutdown before it reads its first message, so that a call it
 	// runs is always drained.
 	_, messages := srv.budget()
-	s := newSession(newWSTransport(c, false, opts.KeepAlive, opts.Limits.withDefaults().MaxMessageSize, messages), opts)
+	s := newSession(newWSTransport(c, false, opts.KeepAlive, opts.Limits.withDefaults().MaxMessageSize, messages.share(r.RemoteAddr)), opts)
 	if !srv.sessions.add(s) { // Shutdown began during the upgrade
 		s.start()
 		s.closeWith(ErrShuttingDown)

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"sync"
 
+	"atelier/capnweb"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -21,7 +23,7 @@ const (
 
 // sessionLimits bounds the open WebSocket sessions per client address and in all, so that a
 // stranger cannot hold the server's memory with connections that never sign in. Addresses
-// count by network: an IPv4 address alone, an IPv6 address by its /64 (one host's share).
+// count by network (capnweb.ClientNetwork).
 type sessionLimits struct {
 	perAddress, total int
 	refused           *prometheus.CounterVec
@@ -45,23 +47,9 @@ func newSessionLimits(perAddress, total int, reg prometheus.Registerer) *session
 	return &sessionLimits{perAddress: perAddress, total: total, refused: refused, open: map[netip.Prefix]int{}}
 }
 
-// clientNetwork is what a client's address counts under.
-func clientNetwork(remoteAddr string) netip.Prefix {
-	ap, err := netip.ParseAddrPort(remoteAddr)
-	if err != nil {
-		return netip.Prefix{} // not an IP connection (a test's pipe): one shared key
-	}
-	a := ap.Addr().Unmap()
-	if a.Is4() {
-		return netip.PrefixFrom(a, 32)
-	}
-	p, _ := a.Prefix(64)
-	return p
-}
-
 // acquire counts a session of the client at remoteAddr, or returns why it is refused.
 func (l *sessionLimits) acquire(remoteAddr string) (release func(), status int, refusal string) {
-	key := clientNetwork(remoteAddr)
+	key := capnweb.ClientNetwork(remoteAddr)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
