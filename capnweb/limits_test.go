@@ -529,30 +529,7 @@ func TestMessageMemory(t *testing.T) {
 	hs := httptest.NewServer(http.HandlerFunc(srv.ServeWebSocket))
 	defer hs.Close()
 	url := "ws" + strings.TrimPrefix(hs.URL, "http")
-	var conns []*websocket.Conn
-	var served []*capnweb.Session
-	for range 2 {
-		c, _, err := websocket.DefaultDialer.Dial(url, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		conns, served = append(conns, c), append(served, <-sessions)
-		w, err := c.NextWriter(websocket.TextMessage)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = w.Write([]byte(strings.Repeat(" ", 700<<10))) // never closed: the message never ends
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !slices.ContainsFunc(served, func(s *capnweb.Session) bool {
-		return s.Err() != nil && strings.Contains(s.Err().Error(), "large incoming messages")
-	}) {
-		if time.Now().After(deadline) {
-			t.Fatalf("two unfinished messages past the budget: sessions end with %v and %v, want one saying the server holds as many large messages as it takes", served[0].Err(), served[1].Err())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	conns, served := unfinishedMessages(t, url, "", sessions, "large incoming messages")
 	for i, c := range conns {
 		c.Close()
 		<-served[i].Done()
@@ -574,7 +551,7 @@ func TestMessageMemory(t *testing.T) {
 	// The ended sessions give their share back as their read loops stop, right after they
 	// end: a leak would refuse the message for ever, so it is tried until a deadline.
 	big := strings.Repeat("x", 600<<10)
-	deadline = time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for {
 		c, _, err := websocket.DefaultDialer.Dial(url, nil)
 		if err != nil {
@@ -615,25 +592,7 @@ func TestMessageMemoryPerAddress(t *testing.T) {
 		t.Cleanup(func() { c.Close() })
 		return c
 	}
-	var served []*capnweb.Session
-	for range 2 {
-		c := dial("192.0.2.1:1")
-		served = append(served, <-sessions)
-		w, err := c.NextWriter(websocket.TextMessage)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = w.Write([]byte(strings.Repeat(" ", 700<<10))) // never closed: the message never ends
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !slices.ContainsFunc(served, func(s *capnweb.Session) bool {
-		return s.Err() != nil && strings.Contains(s.Err().Error(), "from your address")
-	}) {
-		if time.Now().After(deadline) {
-			t.Fatalf("two unfinished messages of one client past its share: sessions end with %v and %v, want one saying the server holds as many from the address as it takes", served[0].Err(), served[1].Err())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	unfinishedMessages(t, url, "192.0.2.1:1", sessions, "large incoming messages from your address")
 	c := dial("192.0.2.2:1")
 	<-sessions
 	for _, m := range []string{fmt.Sprintf(`["push",["pipeline",0,["echo"],[%q]]]`, strings.Repeat("x", 600<<10)), `["pull",1]`} {
@@ -645,4 +604,40 @@ func TestMessageMemoryPerAddress(t *testing.T) {
 	if _, msg, err := c.ReadMessage(); err != nil || !strings.HasPrefix(string(msg), `["resolve",1,`) {
 		t.Fatalf("another client's 600 KiB message while one holds its share: %.80s %v, want its answer", msg, err)
 	}
+}
+
+// unfinishedMessages opens two sessions to url as the client at addr ("": the connection's own
+// address), sends 700 KiB of a message on each that never ends, and waits until one of them
+// ends with an error that says want. It returns the connections and the sessions served.
+func unfinishedMessages(t *testing.T, url, addr string, sessions <-chan *capnweb.Session, want string) ([]*websocket.Conn, []*capnweb.Session) {
+	t.Helper()
+	var header http.Header
+	if addr != "" {
+		header = http.Header{"X-Client": {addr}}
+	}
+	var conns []*websocket.Conn
+	var served []*capnweb.Session
+	for range 2 {
+		c, _, err := websocket.DefaultDialer.Dial(url, header)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		conns, served = append(conns, c), append(served, <-sessions)
+		w, err := c.NextWriter(websocket.TextMessage)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = w.Write([]byte(strings.Repeat(" ", 700<<10))) // never closed: the message never ends
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !slices.ContainsFunc(served, func(s *capnweb.Session) bool {
+		return s.Err() != nil && strings.Contains(s.Err().Error(), want)
+	}) {
+		if time.Now().After(deadline) {
+			t.Fatalf("two unfinished messages past the budget: sessions end with %v and %v, want one saying %q", served[0].Err(), served[1].Err(), want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return conns, served
 }
