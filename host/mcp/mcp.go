@@ -1,6 +1,7 @@
 // Package mcp serves Atelier's Code Mode to AI agents over the Model Context Protocol
-// (streamable HTTP, github.com/modelcontextprotocol/go-sdk). Every request carries an agent
-// token (Authorization: Bearer atl_...); the tools act as that agent, within the scope its
+// (streamable HTTP, github.com/modelcontextprotocol/go-sdk), statelessly: the server keeps no
+// MCP session, so an agent cannot make it hold anything between requests. Every request
+// carries an agent token (Authorization: Bearer atl_...); the tools act as that agent, within the scope its
 // owner gave it, and every tool call is in the workspace's audit log naming the agent and its
 // owner:
 //
@@ -26,7 +27,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	gomcp "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -45,9 +45,6 @@ type Config struct {
 
 // sessionKey is the TokenInfo.Extra key of the request's *kernel.AgentSession.
 const sessionKey = "atelier.agent"
-
-// sessionTimeout closes MCP sessions idle for this long.
-const sessionTimeout = 30 * time.Minute
 
 // maxBody bounds one request body (a snippet is at most 1 MiB).
 const maxBody = 4 << 20
@@ -70,7 +67,7 @@ func New(cfg Config) http.Handler {
 		"unless a key it touched changed since (then nothing is applied: run the snippet again), and queue its gatekeeper actions for approval."}, commitDryRun)
 	gomcp.AddTool(srv, &gomcp.Tool{Name: "discard_dry_run", Description: "Drop a dry run of execute_code."}, discardDryRun)
 	h := gomcp.NewStreamableHTTPHandler(func(*http.Request) *gomcp.Server { return srv },
-		&gomcp.StreamableHTTPOptions{Logger: cfg.Logger, SessionTimeout: sessionTimeout, MaxRequestBodyBytes: maxBody})
+		&gomcp.StreamableHTTPOptions{Logger: cfg.Logger, Stateless: true, MaxRequestBodyBytes: maxBody})
 	verify := func(ctx context.Context, token string, req *http.Request) (*auth.TokenInfo, error) {
 		s, err := cfg.Kernel.AuthenticateAgent(ctx, token, remoteHost(req), "mcp")
 		var ke *kernel.Error

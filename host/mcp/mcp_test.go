@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -271,5 +272,51 @@ func TestMCPRefusesBadTokens(t *testing.T) {
 		} else if !strings.Contains(err.Error(), "Unauthorized") && !strings.Contains(err.Error(), "401") {
 			t.Errorf("%s token: %v, want 401", name, err)
 		}
+	}
+}
+
+// TestMCPKeepsNoSession: the endpoint is stateless, so an agent cannot make the server hold
+// anything between requests: an initialize is answered without an Mcp-Session-Id, the GET
+// stream and DELETE are refused with 405, and a tool call made without any initialize works.
+func TestMCPKeepsNoSession(t *testing.T) {
+	s := startServer(t)
+	_, agentToken, _, _ := fixture(t, s)
+	client := &http.Client{Transport: bearer{agentToken}}
+	post := func(body string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, s.http.URL+"/mcp", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	resp := post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Mcp-Session-Id") != "" {
+		t.Fatalf("initialize: %s, Mcp-Session-Id %q; want 200 and no session", resp.Status, resp.Header.Get("Mcp-Session-Id"))
+	}
+	for _, method := range []string{http.MethodGet, http.MethodDelete} {
+		req, _ := http.NewRequest(method, s.http.URL+"/mcp", nil)
+		req.Header.Set("Accept", "text/event-stream")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMethodNotAllowed {
+			t.Fatalf("%s /mcp: %s, want 405", method, resp.Status)
+		}
+	}
+	resp = post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"export default async function (env) { return await env.counter.increment(2); }"}}}`)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `result: 2`) {
+		t.Fatalf("a tool call without initialize: %s %s, want the snippet's result", resp.Status, body)
 	}
 }
