@@ -58,7 +58,18 @@ func (srv *Server) ServeBatch(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
-	out := runBatch(ctx, body, opts)
+	// The answers count against the batch budget too, until they are written.
+	out, answers, refused := runBatch(ctx, body, opts, budget)
+	defer budget.release(answers)
+	if refused != budgetFits {
+		status, err := http.StatusServiceUnavailable, errBatchMemory
+		if refused == budgetAddress {
+			status, err = http.StatusTooManyRequests, errAddressBatchMemory
+		}
+		w.Header().Set("Retry-After", "5")
+		http.Error(w, err.Error(), status)
+		return
+	}
 	if origin := r.Header.Get("Origin"); origin != "" {
 		w.Header().Set("Access-Control-Allow-Origin", origin)
 		w.Header().Add("Vary", "Origin")
@@ -67,11 +78,12 @@ func (srv *Server) ServeBatch(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(out)
 }
 
-// errBatchMemory refuses a batch body that would take the bodies held past Server.BatchMemory.
+// errBatchMemory refuses a batch whose body or answers would take what batches hold past
+// Server.BatchMemory.
 var errBatchMemory = errors.New("the server holds as many batch requests as it takes at once: send this one again shortly")
 
-// errAddressBatchMemory refuses a batch body that would take the bodies of its client network
-// past Server.BatchMemoryPerAddress.
+// errAddressBatchMemory refuses a batch whose body or answers would take what the batches of
+// its client network hold past Server.BatchMemoryPerAddress.
 var errAddressBatchMemory = errors.New("the server holds as many batch requests from your address as it takes from one address at once: send this one again when your others have been answered")
 
 // batchChunk is how much of a batch body is reserved and read first.
@@ -106,10 +118,21 @@ func readBatch(r io.Reader, maxBody int, budget *budgetShare) (body []byte, held
 	}
 }
 
-// runBatch feeds the lines of body to a fresh session and returns its output joined by "\n".
-func runBatch(ctx context.Context, body []byte, opts Options) []byte {
-	return runBatchSession(ctx, newSession(nil, opts), body)
+// runBatch feeds the lines of body to a fresh session and returns its output joined by "\n"
+// and the bytes of answers it reserved in budget, which the caller releases once it is done
+// with the output. A session whose answers do not fit in budget ends, and refused says why.
+func runBatch(ctx context.Context, body []byte, opts Options, budget *budgetShare) (out []byte, held int64, refused budgetRefusal) {
+	s := newSession(nil, opts)
+	s.answers = budget
+	out = runBatchSession(ctx, s, body)
+	s.mu.Lock()
+	held, refused = s.answersHeld, s.answersRefused
+	s.mu.Unlock()
+	return out, held, refused
 }
+
+// errBatchAnswers ends a batch session whose answers do not fit in the server's BatchMemory.
+var errBatchAnswers = errors.New("the batch's answers do not fit in the memory the server gives batches")
 
 // runBatchSession runs a batch on a session made by newSession (without loops) and ends it.
 func runBatchSession(ctx context.Context, s *Session, body []byte) []byte {

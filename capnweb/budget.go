@@ -55,10 +55,10 @@ func (s *budgetShare) reserve(n int64) budgetRefusal {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch {
-	case b.byAddress[s.key]+n > b.perAddress:
-		return budgetAddress
 	case b.used+n > b.limit:
 		return budgetServer
+	case b.byAddress[s.key]+n > b.perAddress:
+		return budgetAddress
 	}
 	b.used += n
 	b.byAddress[s.key] += n

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -640,4 +641,37 @@ func unfinishedMessages(t *testing.T, url, addr string, sessions <-chan *capnweb
 		time.Sleep(10 * time.Millisecond)
 	}
 	return conns, served
+}
+
+// TestBatchAnswerMemory: the answers of a batch count against the server's batch budget
+// (and its client's share) until they are written: a 200 KiB body whose calls answer 1.4 MiB
+// is refused with 503 against a budget of 1 MiB, and with 429 against a share of 1 MiB of
+// 4 MiB, with Retry-After; what it held is given back, so a small batch passes after it.
+func TestBatchAnswerMemory(t *testing.T) {
+	lines := []string{fmt.Sprintf(`["push",["pipeline",0,["echo"],[%q]]]`, strings.Repeat("x", 200<<10)), `["pull",1]`}
+	for i := 2; i <= 8; i++ {
+		lines = append(lines, `["push",["pipeline",0,["echo"],[["pipeline",1]]]]`, fmt.Sprintf(`["pull",%d]`, i))
+	}
+	large := strings.Join(lines, "\n")
+	small := `["push",["pipeline",0,["echo"],["x"]]]` + "\n" + `["pull",1]`
+	for _, c := range []struct {
+		total, perAddress int64
+		want              string
+	}{{1 << 20, 1 << 20, "503 5"}, {4 << 20, 1 << 20, "429 5"}} {
+		srv := newServer(nil)
+		srv.BatchMemory, srv.BatchMemoryPerAddress = c.total, c.perAddress
+		hs := httptest.NewServer(http.HandlerFunc(srv.ServeBatch))
+		for _, b := range []struct{ body, want string }{{large, c.want}, {small, "200 "}, {large, c.want}} {
+			resp, err := http.Post(hs.URL, "text/plain", strings.NewReader(b.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if got := fmt.Sprintf("%d %s", resp.StatusCode, resp.Header.Get("Retry-After")); got != b.want {
+				t.Fatalf("budget %d, share %d: a batch of %d bytes answered %q (%.100s), want %q", c.total, c.perAddress, len(b.body), got, out, b.want)
+			}
+		}
+		hs.Close()
+	}
 }

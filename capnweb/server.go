@@ -24,9 +24,10 @@ type Server struct {
 	CheckOrigin func(r *http.Request) bool
 	// BatchTimeout bounds how long a batch request may run (0 means 30s).
 	BatchTimeout time.Duration
-	// BatchMemory bounds the bytes of batch request bodies the server holds at once, read or
-	// being read (0 means DefaultBatchMemory): past it a request is answered 503 with
-	// Retry-After, so that many large or slowly sent bodies cannot exhaust the memory.
+	// BatchMemory bounds the bytes of batch request bodies, read or being read, and of their
+	// answers that the server holds at once (0 means DefaultBatchMemory): past it a request
+	// is answered 503 with Retry-After, so that many large or slowly sent bodies, or batches
+	// calling methods with large results, cannot exhaust the memory.
 	BatchMemory int64
 	// MessageMemory bounds the bytes of large incoming WebSocket messages (those past 64 KiB,
 	// counted while they arrive) the server's sessions hold at once (0 means

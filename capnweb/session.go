@@ -70,38 +70,41 @@ type Session struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu          sync.Mutex
-	exports     map[int64]*exportEntry
-	imports     map[int64]*importEntry
-	targets     map[any]*localTarget
-	nextExport  int64 // last negative export id allocated
-	nextImport  int64 // last positive id allocated for our own pushes
-	nextSlot    int64 // last positive slot taken by a push from the peer
-	pending     int   // local calls queued or running for the peer
-	obligations int   // pulled results and own promises not answered yet
-	drained     chan struct{}
-	inputEnded  error
-	pullEagerly bool       // pull every push at once (HTTP batch client)
-	draining    bool       // Drain began: the peer's new calls are refused
-	parser      jsonParser // used by the goroutine that handles incoming messages
-	closed      bool
-	overflowed  bool // a message was dropped for Limits.MaxQueuedBytes; the session is ending
-	err         error
-	outq        [][]byte      // messages waiting to be written (nil: flush marker)
-	queued      int           // bytes in outq (bounded by lim.MaxQueuedBytes)
-	spare       [][]byte      // the previous queue, reused by the writer
-	writing     bool          // a goroutine holds the writer role (see writeQueued)
-	unflushed   bool          // the read loop left part of a write to the writer goroutine
-	direct      bool          // other goroutines than the writer may write (see releaseFlush)
-	watched     bool          // the read loop writes before it waits (see readLoop)
-	readerBusy  bool          // a watched read loop is working, not waiting for the peer
-	inlineQ     []*callQueue  // queues of Inline targets the read loop runs after its message
-	holds       int           // flush holds (see holdFlush)
-	wake        chan struct{} // wakes the writer goroutine
-	broken      map[int]func(error)
-	nextBroken  int
-	done        chan struct{}
-	wg          sync.WaitGroup
+	mu             sync.Mutex
+	exports        map[int64]*exportEntry
+	imports        map[int64]*importEntry
+	targets        map[any]*localTarget
+	nextExport     int64 // last negative export id allocated
+	nextImport     int64 // last positive id allocated for our own pushes
+	nextSlot       int64 // last positive slot taken by a push from the peer
+	pending        int   // local calls queued or running for the peer
+	obligations    int   // pulled results and own promises not answered yet
+	drained        chan struct{}
+	inputEnded     error
+	pullEagerly    bool       // pull every push at once (HTTP batch client)
+	draining       bool       // Drain began: the peer's new calls are refused
+	parser         jsonParser // used by the goroutine that handles incoming messages
+	closed         bool
+	overflowed     bool // a message was dropped for Limits.MaxQueuedBytes; the session is ending
+	err            error
+	outq           [][]byte      // messages waiting to be written (nil: flush marker)
+	queued         int           // bytes in outq (bounded by lim.MaxQueuedBytes)
+	answers        *budgetShare  // a batch's answers count here too (Server.BatchMemory); nil: none
+	answersHeld    int64         // bytes of answers reserved in answers
+	answersRefused budgetRefusal // why an answer did not fit in answers (the batch fails)
+	spare          [][]byte      // the previous queue, reused by the writer
+	writing        bool          // a goroutine holds the writer role (see writeQueued)
+	unflushed      bool          // the read loop left part of a write to the writer goroutine
+	direct         bool          // other goroutines than the writer may write (see releaseFlush)
+	watched        bool          // the read loop writes before it waits (see readLoop)
+	readerBusy     bool          // a watched read loop is working, not waiting for the peer
+	inlineQ        []*callQueue  // queues of Inline targets the read loop runs after its message
+	holds          int           // flush holds (see holdFlush)
+	wake           chan struct{} // wakes the writer goroutine
+	broken         map[int]func(error)
+	nextBroken     int
+	done           chan struct{}
+	wg             sync.WaitGroup
 }
 
 // exportEntry is one row of the export table.
@@ -591,6 +594,12 @@ func (s *Session) sendLocked(msg []byte) {
 		go s.shutdown(err, true) // takes s.mu, held here
 		return
 	}
+	if refused := s.answers.reserve(int64(len(msg))); refused != budgetFits {
+		s.overflowed, s.answersRefused = true, refused
+		go s.shutdown(errBatchAnswers, true) // takes s.mu, held here
+		return
+	}
+	s.answersHeld += int64(len(msg))
 	s.outq = append(s.outq, msg)
 	s.queued += len(msg)
 	if !s.writing && s.holds == 0 {
