@@ -79,15 +79,20 @@ func (s *budgetShare) release(n int64) {
 	}
 }
 
-// ClientNetwork is what the client at remoteAddr (an http.Request's RemoteAddr) counts under
-// in per-client bounds: an IPv4 address alone, an IPv6 address by its /64 (one host's share).
-// An address that is not an IP one (a test's pipe) counts under one shared key.
+// ClientNetwork is what the client at remoteAddr (an http.Request's RemoteAddr, or an IP
+// address without a port) counts under in per-client bounds: an IPv4 address alone, an IPv6
+// address by its /64 (one host's share). An address that is not an IP one (a test's pipe)
+// counts under one shared key.
 func ClientNetwork(remoteAddr string) netip.Prefix {
-	ap, err := netip.ParseAddrPort(remoteAddr)
+	a, err := netip.ParseAddr(remoteAddr)
 	if err != nil {
-		return netip.Prefix{}
+		ap, err := netip.ParseAddrPort(remoteAddr)
+		if err != nil {
+			return netip.Prefix{}
+		}
+		a = ap.Addr()
 	}
-	a := ap.Addr().Unmap()
+	a = a.Unmap()
 	if a.Is4() {
 		return netip.PrefixFrom(a, 32)
 	}

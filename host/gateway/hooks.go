@@ -5,11 +5,16 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"atelier/host/kernel"
 )
+
+// hookBodyTimeout bounds how long a webhook request may take to send its body (a service
+// sends at most kernel.MaxHookBody at once); past it the request is answered 408.
+const hookBodyTimeout = 10 * time.Second
 
 // serveHook answers POST /hooks/<id>, an inbound webhook request for a hook
 // (kernel.DeliverHook): JSON {"ok": true} when the gadget's method ran (or the gatekeeper
@@ -18,6 +23,9 @@ import (
 func serveHook(k *kernel.Kernel) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		r := c.Request
+		// The body must arrive in time: a delivery holds one of the server's few places for
+		// deliveries while it reads it.
+		_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Now().Add(hookBodyTimeout))
 		body := http.MaxBytesReader(c.Writer, r.Body, kernel.MaxHookBody+1)
 		from := r.RemoteAddr // the client's, behind a trusted proxy (TrustedProxy.wrap)
 		if host, _, err := net.SplitHostPort(from); err == nil {

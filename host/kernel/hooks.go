@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -67,12 +68,16 @@ type HookInfo struct {
 // hookState is the kernel's state of hooks: the URL base, the inbound limits, and the poll and
 // notify loops (hookloops.go).
 type hookState struct {
-	mu   sync.Mutex // guards base, watches and polling
+	mu   sync.Mutex // guards base, fromInflight, watches and polling
 	base string     // the URL base when Config.PublicURL is empty (SetHookBase)
 	// rate limits each hook's inbound deliveries; refusals its requests that fail the
-	// signature check, per sending address (hookRefusals); inflight bounds deliveries server-wide.
+	// signature check, per sending address (hookRefusals); inflight bounds deliveries
+	// server-wide, and fromInflight counts them per sending network (under mu), each of which
+	// may hold at most a quarter of inflight (so that one sender's slow bodies cannot take
+	// every delivery's place).
 	rate, refusals *auth.Rate
 	inflight       chan struct{}
+	fromInflight   map[netip.Prefix]int
 	// watches are the notify hooks watched on this node; polling the poll hooks being polled.
 	watches map[string]*hookWatch
 	polling map[string]bool
@@ -91,7 +96,8 @@ func newHookState(cfg Config) hookState {
 	every := time.Duration(float64(time.Second) / cfg.HookRate)
 	return hookState{rate: auth.NewRate(auth.RateConfig{Every: max(every, time.Microsecond), Burst: cfg.HookBurst}, cfg.Now),
 		refusals: auth.NewRate(hookRefusals, cfg.Now),
-		inflight: make(chan struct{}, cfg.HookInflight), watches: map[string]*hookWatch{}, polling: map[string]bool{}, ctx: ctx, cancel: cancel}
+		inflight: make(chan struct{}, cfg.HookInflight), fromInflight: map[netip.Prefix]int{},
+		watches: map[string]*hookWatch{}, polling: map[string]bool{}, ctx: ctx, cancel: cancel}
 }
 
 // SetHookBase sets the URL base of hook URLs ("http://127.0.0.1:8080") used when

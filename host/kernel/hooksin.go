@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"time"
 
 	"atelier/capnweb"
@@ -41,12 +42,11 @@ func delivery(status int, format string, args ...any) HookDelivery {
 // 429 past the hook's rate (or past the refusals an address may cause, hookRefusals), 503 when
 // too many deliveries are in flight, 502 when the gatekeeper or the method failed.
 func (k *Kernel) DeliverHook(ctx context.Context, id, from string, header http.Header, body io.Reader) HookDelivery {
-	select {
-	case k.hooks.inflight <- struct{}{}:
-		defer func() { <-k.hooks.inflight }()
-	default:
-		return delivery(http.StatusServiceUnavailable, "too many webhook deliveries in flight; retry later")
+	release, refused := k.hooks.admit(from)
+	if release == nil {
+		return refused
 	}
+	defer release()
 	if !validHookID(id) {
 		return delivery(http.StatusNotFound, "no such hook")
 	}
@@ -74,9 +74,41 @@ func (k *Kernel) DeliverHook(ctx context.Context, id, from string, header http.H
 	return d
 }
 
+// admit takes a place for a delivery from address from, or says why there is none: 503 when
+// the server's HookInflight are taken, 429 when from's network (capnweb.ClientNetwork) holds
+// its quarter of them. release gives the place back.
+func (h *hookState) admit(from string) (release func(), refused HookDelivery) {
+	select {
+	case h.inflight <- struct{}{}:
+	default:
+		return nil, delivery(http.StatusServiceUnavailable, "too many webhook deliveries in flight; retry later")
+	}
+	key := capnweb.ClientNetwork(from)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.fromInflight[key] >= max(1, cap(h.inflight)/4) {
+		<-h.inflight
+		d := delivery(http.StatusTooManyRequests, "too many webhook deliveries from your address in flight; retry when they are answered")
+		d.RetryAfter = time.Second
+		return nil, d
+	}
+	h.fromInflight[key]++
+	return func() {
+		h.mu.Lock()
+		if h.fromInflight[key]--; h.fromInflight[key] == 0 {
+			delete(h.fromInflight, key)
+		}
+		h.mu.Unlock()
+		<-h.inflight
+	}, HookDelivery{}
+}
+
 // deliverBody reads body (at most MaxHookBody) and delivers it with deliverAt.
 func (k *Kernel) deliverBody(ctx context.Context, ws store.WorkspaceID, id string, header http.Header, body io.Reader) HookDelivery {
 	data, err := io.ReadAll(io.LimitReader(body, MaxHookBody+1))
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return delivery(http.StatusRequestTimeout, "the body did not arrive in time")
+	}
 	if err != nil {
 		return delivery(http.StatusBadRequest, "reading the body: %v", err)
 	}

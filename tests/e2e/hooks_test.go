@@ -1,12 +1,15 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -271,6 +274,54 @@ func TestHookFiresFromTheServiceAndSurvivesRestart(t *testing.T) {
 	got = awaitReceived(t, h.ws, "hooker", 5)
 	if !strings.Contains(got[4], "after restart") {
 		t.Fatalf("payload after the restart: %q", got[4])
+	}
+}
+
+// TestHookSlowSendersAreBounded: requests to a hook's URL that never finish their body hold
+// at most a quarter of the server's places for deliveries per address (16 of 64): the next
+// request from that address is answered 429 with Retry-After, and each slow one 408 once its
+// body is 10 s late; then the address's signed requests are delivered again.
+func TestHookSlowSendersAreBounded(t *testing.T) {
+	svc := notessvc.Start(t)
+	h := startHookServer(t, svc)
+	hk := watch(t, h.ws, "hooker", "note-added", "onEvent")
+	u, err := url.Parse(hk.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var slow []net.Conn
+	for range 16 {
+		c, err := net.Dial("tcp", u.Host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"note\":", u.Path, u.Host)
+		slow = append(slow, c)
+	}
+	// The slow requests reach the handler in their own time: the address is refused once
+	// all 16 hold their places.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		status, out, hdr := notessvc.Post(t, hk.URL, notessvc.NoteEvent(1, "while slow"), hk.Secret, time.Now())
+		if status == http.StatusTooManyRequests && hdr.Get("Retry-After") != "" && strings.Contains(fmt.Sprint(out["error"]), "from your address in flight") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a signed request while 16 slow ones of its address wait: %d %v, want 429 naming the deliveries in flight", status, out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for i, c := range slow {
+		_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil || resp.StatusCode != http.StatusRequestTimeout {
+			t.Fatalf("slow request %d: %v %v, want 408 once its body is late", i, resp, err)
+		}
+		resp.Body.Close()
+	}
+	if status, out, _ := notessvc.Post(t, hk.URL, notessvc.NoteEvent(2, "after"), hk.Secret, time.Now()); status != http.StatusOK {
+		t.Fatalf("a signed request after the slow ones ended: %d %v, want 200", status, out)
 	}
 }
 
