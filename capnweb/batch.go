@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"atelier/internal/membudget"
 )
 
 // errBatchEnded is how promises waiting for the peer of a finished batch fail.
@@ -37,20 +39,19 @@ func (srv *Server) ServeBatch(w http.ResponseWriter, r *http.Request) {
 	// its reservation (and the connection) for ever.
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
 	batches, _ := srv.budget()
-	budget := batches.share(r.RemoteAddr)
-	body, held, err := readBatch(http.MaxBytesReader(w, r.Body, int64(lim.MaxMessageSize)), lim.MaxMessageSize, budget)
-	defer budget.release(held)
-	if err != nil {
+	budget := batches.Share(r.RemoteAddr)
+	body, held, err := membudget.ReadAll(http.MaxBytesReader(w, r.Body, int64(lim.MaxMessageSize)), lim.MaxMessageSize, budget)
+	defer budget.Release(held)
+	var refused *membudget.RefusedError
+	switch {
+	case errors.As(err, &refused):
+		disposeMain(opts.Main)
+		refuseBatch(w, refused.Refusal)
+		return
+	case err != nil:
 		disposeMain(opts.Main)
 		status := http.StatusRequestEntityTooLarge
-		switch {
-		case errors.Is(err, errBatchMemory):
-			status = http.StatusServiceUnavailable
-			w.Header().Set("Retry-After", "5")
-		case errors.Is(err, errAddressBatchMemory):
-			status = http.StatusTooManyRequests
-			w.Header().Set("Retry-After", "5")
-		case errors.Is(err, os.ErrDeadlineExceeded):
+		if errors.Is(err, os.ErrDeadlineExceeded) {
 			status = http.StatusRequestTimeout
 		}
 		http.Error(w, err.Error(), status)
@@ -59,15 +60,10 @@ func (srv *Server) ServeBatch(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
 	// The answers count against the batch budget too, until they are written.
-	out, answers, refused := runBatch(ctx, body, opts, budget)
-	defer budget.release(answers)
-	if refused != budgetFits {
-		status, err := http.StatusServiceUnavailable, errBatchMemory
-		if refused == budgetAddress {
-			status, err = http.StatusTooManyRequests, errAddressBatchMemory
-		}
-		w.Header().Set("Retry-After", "5")
-		http.Error(w, err.Error(), status)
+	out, answers, answersRefused := runBatch(ctx, body, opts, budget)
+	defer budget.Release(answers)
+	if answersRefused != membudget.Fits {
+		refuseBatch(w, answersRefused)
 		return
 	}
 	if origin := r.Header.Get("Origin"); origin != "" {
@@ -78,6 +74,17 @@ func (srv *Server) ServeBatch(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(out)
 }
 
+// refuseBatch answers a batch whose body or answers did not fit in the server's BatchMemory
+// (503) or its client's share (429), with Retry-After.
+func refuseBatch(w http.ResponseWriter, refused membudget.Refusal) {
+	status, err := http.StatusServiceUnavailable, errBatchMemory
+	if refused == membudget.Address {
+		status, err = http.StatusTooManyRequests, errAddressBatchMemory
+	}
+	w.Header().Set("Retry-After", "5")
+	http.Error(w, err.Error(), status)
+}
+
 // errBatchMemory refuses a batch whose body or answers would take what batches hold past
 // Server.BatchMemory.
 var errBatchMemory = errors.New("the server holds as many batch requests as it takes at once: send this one again shortly")
@@ -86,42 +93,10 @@ var errBatchMemory = errors.New("the server holds as many batch requests as it t
 // its client network hold past Server.BatchMemoryPerAddress.
 var errAddressBatchMemory = errors.New("the server holds as many batch requests from your address as it takes from one address at once: send this one again when your others have been answered")
 
-// batchChunk is how much of a batch body is reserved and read first.
-const batchChunk = 64 << 10
-
-// readBatch reads a batch body of at most maxBody bytes (r fails past it), reserving its bytes
-// in budget as its buffer grows with what arrived (a Content-Length is not taken on trust). It
-// returns the bytes reserved, which the caller releases when it is done with the body (also
-// after an error).
-func readBatch(r io.Reader, maxBody int, budget *budgetShare) (body []byte, held int64, err error) {
-	for {
-		if len(body) == cap(body) {
-			// Doubling, as append would, up to one byte past the largest body (to read its end).
-			grow := min(max(batchChunk, cap(body)), maxBody+1-cap(body))
-			switch budget.reserve(int64(grow)) {
-			case budgetAddress:
-				return nil, held, errAddressBatchMemory
-			case budgetServer:
-				return nil, held, errBatchMemory
-			}
-			held += int64(grow)
-			body = append(make([]byte, 0, cap(body)+grow), body...)
-		}
-		n, err := r.Read(body[len(body):cap(body)])
-		body = body[:len(body)+n]
-		if err == io.EOF {
-			return body, held, nil
-		}
-		if err != nil {
-			return nil, held, err
-		}
-	}
-}
-
 // runBatch feeds the lines of body to a fresh session and returns its output joined by "\n"
 // and the bytes of answers it reserved in budget, which the caller releases once it is done
 // with the output. A session whose answers do not fit in budget ends, and refused says why.
-func runBatch(ctx context.Context, body []byte, opts Options, budget *budgetShare) (out []byte, held int64, refused budgetRefusal) {
+func runBatch(ctx context.Context, body []byte, opts Options, budget *membudget.Share) (out []byte, held int64, refused membudget.Refusal) {
 	s := newSession(nil, opts)
 	s.answers = budget
 	out = runBatchSession(ctx, s, body)

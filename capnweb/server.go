@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"atelier/internal/membudget"
 )
 
 // Server serves Cap'n Web sessions over WebSocket (ServeWebSocket) and HTTP batch (ServeBatch).
@@ -46,8 +48,8 @@ type Server struct {
 	sessions sessions // live WebSocket sessions, for Shutdown
 
 	budgets      sync.Once
-	batchBytes   *byteBudget // see BatchMemory
-	messageBytes *byteBudget // see MessageMemory
+	batchBytes   *membudget.Budget // see BatchMemory
+	messageBytes *membudget.Budget // see MessageMemory
 }
 
 // DefaultBatchMemory and DefaultMessageMemory are Server.BatchMemory and Server.MessageMemory
@@ -58,10 +60,10 @@ const (
 )
 
 // budget returns the server's byte budgets, made on first use from its settings.
-func (srv *Server) budget() (batch, message *byteBudget) {
+func (srv *Server) budget() (batch, message *membudget.Budget) {
 	srv.budgets.Do(func() {
-		srv.batchBytes = newByteBudget(cmp.Or(srv.BatchMemory, DefaultBatchMemory), srv.BatchMemoryPerAddress)
-		srv.messageBytes = newByteBudget(cmp.Or(srv.MessageMemory, DefaultMessageMemory), srv.MessageMemoryPerAddress)
+		srv.batchBytes = membudget.New(cmp.Or(srv.BatchMemory, DefaultBatchMemory), srv.BatchMemoryPerAddress)
+		srv.messageBytes = membudget.New(cmp.Or(srv.MessageMemory, DefaultMessageMemory), srv.MessageMemoryPerAddress)
 	})
 	return srv.batchBytes, srv.messageBytes
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"atelier/internal/membudget"
 )
 
 // Options configures a session.
@@ -87,20 +89,20 @@ type Session struct {
 	closed         bool
 	overflowed     bool // a message was dropped for Limits.MaxQueuedBytes; the session is ending
 	err            error
-	outq           [][]byte      // messages waiting to be written (nil: flush marker)
-	queued         int           // bytes in outq (bounded by lim.MaxQueuedBytes)
-	answers        *budgetShare  // a batch's answers count here too (Server.BatchMemory); nil: none
-	answersHeld    int64         // bytes of answers reserved in answers
-	answersRefused budgetRefusal // why an answer did not fit in answers (the batch fails)
-	spare          [][]byte      // the previous queue, reused by the writer
-	writing        bool          // a goroutine holds the writer role (see writeQueued)
-	unflushed      bool          // the read loop left part of a write to the writer goroutine
-	direct         bool          // other goroutines than the writer may write (see releaseFlush)
-	watched        bool          // the read loop writes before it waits (see readLoop)
-	readerBusy     bool          // a watched read loop is working, not waiting for the peer
-	inlineQ        []*callQueue  // queues of Inline targets the read loop runs after its message
-	holds          int           // flush holds (see holdFlush)
-	wake           chan struct{} // wakes the writer goroutine
+	outq           [][]byte          // messages waiting to be written (nil: flush marker)
+	queued         int               // bytes in outq (bounded by lim.MaxQueuedBytes)
+	answers        *membudget.Share  // a batch's answers count here too (Server.BatchMemory); nil: none
+	answersHeld    int64             // bytes of answers reserved in answers
+	answersRefused membudget.Refusal // why an answer did not fit in answers (the batch fails)
+	spare          [][]byte          // the previous queue, reused by the writer
+	writing        bool              // a goroutine holds the writer role (see writeQueued)
+	unflushed      bool              // the read loop left part of a write to the writer goroutine
+	direct         bool              // other goroutines than the writer may write (see releaseFlush)
+	watched        bool              // the read loop writes before it waits (see readLoop)
+	readerBusy     bool              // a watched read loop is working, not waiting for the peer
+	inlineQ        []*callQueue      // queues of Inline targets the read loop runs after its message
+	holds          int               // flush holds (see holdFlush)
+	wake           chan struct{}     // wakes the writer goroutine
 	broken         map[int]func(error)
 	nextBroken     int
 	done           chan struct{}
@@ -594,7 +596,7 @@ func (s *Session) sendLocked(msg []byte) {
 		go s.shutdown(err, true) // takes s.mu, held here
 		return
 	}
-	if refused := s.answers.reserve(int64(len(msg))); refused != budgetFits {
+	if refused := s.answers.Reserve(int64(len(msg))); refused != membudget.Fits {
 		s.overflowed, s.answersRefused = true, refused
 		go s.shutdown(errBatchAnswers, true) // takes s.mu, held here
 		return

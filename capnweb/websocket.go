@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"atelier/internal/membudget"
 )
 
 // Close code used for every close this package initiates, as the JavaScript implementation does.
@@ -46,10 +48,10 @@ type wsTransport struct {
 	once      sync.Once
 	wg        sync.WaitGroup
 
-	rbuf       []byte       // reused by ReadMessage
-	lastExtend time.Time    // when the read deadline was last moved (read loop only)
-	budget     *budgetShare // bounds large messages across sessions (Server.MessageMemory); nil: none
-	held       int64        // bytes of the last message reserved in budget (read loop only)
+	rbuf       []byte           // reused by ReadMessage
+	lastExtend time.Time        // when the read deadline was last moved (read loop only)
+	budget     *membudget.Share // bounds large messages across sessions (Server.MessageMemory); nil: none
+	held       int64            // bytes of the last message reserved in budget (read loop only)
 
 	wmu           sync.Mutex // serializes writes to nc; guards the fields below
 	wbuf          []byte
@@ -67,7 +69,7 @@ type wsTransport struct {
 }
 
 // newWSTransport wraps an open connection. keepAlive 0 means the default, negative disables it.
-func newWSTransport(c *websocket.Conn, client bool, keepAlive time.Duration, maxMessage int, budget *budgetShare) *wsTransport {
+func newWSTransport(c *websocket.Conn, client bool, keepAlive time.Duration, maxMessage int, budget *membudget.Share) *wsTransport {
 	if keepAlive == 0 {
 		keepAlive = defaultKeepAlive
 	}
@@ -169,9 +171,9 @@ func (t *wsTransport) ReadMessage() ([]byte, error) {
 			// What a message takes past keepBufferSize counts in the budget until the next
 			// read (or until the reading fails).
 			if more := int64(cap(buf)-keepBufferSize) - t.held; more > 0 {
-				if refused := t.budget.reserve(more); refused != budgetFits {
+				if refused := t.budget.Reserve(more); refused != membudget.Fits {
 					t.rbuf = nil
-					if refused == budgetAddress {
+					if refused == membudget.Address {
 						return nil, errAddressMessageMemory
 					}
 					return nil, errMessageMemory
@@ -206,7 +208,7 @@ func (t *wsTransport) ReadMessage() ([]byte, error) {
 // releaseRead gives back the last message's share of the server's MessageMemory: the read
 // loop calls it before each read and when it stops reading.
 func (t *wsTransport) releaseRead() {
-	t.budget.release(t.held)
+	t.budget.Release(t.held)
 	t.held = 0
 }
 
@@ -471,7 +473,7 @@ func (srv *Server) ServeWebSocket(w http.ResponseWriter, r *http.Request) {
 	// The session is known to Shutdown before it reads its first message, so that a call it
 	// runs is always drained.
 	_, messages := srv.budget()
-	s := newSession(newWSTransport(c, false, opts.KeepAlive, opts.Limits.withDefaults().MaxMessageSize, messages.share(r.RemoteAddr)), opts)
+	s := newSession(newWSTransport(c, false, opts.KeepAlive, opts.Limits.withDefaults().MaxMessageSize, messages.Share(r.RemoteAddr)), opts)
 	if !srv.sessions.add(s) { // Shutdown began during the upgrade
 		s.start()
 		s.closeWith(ErrShuttingDown)

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"sync"
 
-	"atelier/capnweb"
+	"atelier/internal/membudget"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -23,7 +23,7 @@ const (
 
 // sessionLimits bounds the open WebSocket sessions per client address and in all, so that a
 // stranger cannot hold the server's memory with connections that never sign in. Addresses
-// count by network (capnweb.ClientNetwork).
+// count by network (membudget.ClientNetwork).
 type sessionLimits struct {
 	perAddress, total int
 	refused           *prometheus.CounterVec
@@ -49,7 +49,7 @@ func newSessionLimits(perAddress, total int, reg prometheus.Registerer) *session
 
 // acquire counts a session of the client at remoteAddr, or returns why it is refused.
 func (l *sessionLimits) acquire(remoteAddr string) (release func(), status int, refusal string) {
-	key := capnweb.ClientNetwork(remoteAddr)
+	key := membudget.ClientNetwork(remoteAddr)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {

@@ -12,6 +12,7 @@ import (
 	"atelier/capnweb"
 	"atelier/host/gatekeeper"
 	"atelier/host/store"
+	"atelier/internal/membudget"
 )
 
 // Inbound webhooks: the gateway hands POST /hooks/<id> to DeliverHook, which finds the hook's
@@ -75,7 +76,7 @@ func (k *Kernel) DeliverHook(ctx context.Context, id, from string, header http.H
 }
 
 // admit takes a place for a delivery from address from, or says why there is none: 503 when
-// the server's HookInflight are taken, 429 when from's network (capnweb.ClientNetwork) holds
+// the server's HookInflight are taken, 429 when from's network (membudget.ClientNetwork) holds
 // its quarter of them. release gives the place back.
 func (h *hookState) admit(from string) (release func(), refused HookDelivery) {
 	select {
@@ -83,7 +84,7 @@ func (h *hookState) admit(from string) (release func(), refused HookDelivery) {
 	default:
 		return nil, delivery(http.StatusServiceUnavailable, "too many webhook deliveries in flight; retry later")
 	}
-	key := capnweb.ClientNetwork(from)
+	key := membudget.ClientNetwork(from)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.fromInflight[key] >= max(1, cap(h.inflight)/4) {

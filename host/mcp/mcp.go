@@ -19,20 +19,26 @@
 package mcp
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	gomcp "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"atelier/host/kernel"
 	"atelier/host/store"
+	"atelier/internal/membudget"
 )
 
 // Config configures the MCP handler.
@@ -41,7 +47,18 @@ type Config struct {
 	Kernel *kernel.Kernel
 	// Logger receives transport errors; nil logs nothing.
 	Logger *slog.Logger
+	// BodyMemory bounds the bytes of request bodies the endpoint holds at once, each from the
+	// moment it arrives until its request is answered (0 means DefaultBodyMemory); one client
+	// address holds at most a quarter of it. Past it a request is answered 503, past the
+	// address's share 429, both with Retry-After.
+	BodyMemory int64
 }
+
+// DefaultBodyMemory is Config.BodyMemory when left zero.
+const DefaultBodyMemory = 128 << 20
+
+// bodyTimeout bounds how long a request may take to send its body (past it: 408).
+const bodyTimeout = 30 * time.Second
 
 // sessionKey is the TokenInfo.Extra key of the request's *kernel.AgentSession.
 const sessionKey = "atelier.agent"
@@ -79,7 +96,47 @@ func New(cfg Config) http.Handler {
 		}
 		return &auth.TokenInfo{UserID: s.AgentID(), Extra: map[string]any{sessionKey: s}}, nil
 	}
-	return auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+	bodies := membudget.New(cmp.Or(cfg.BodyMemory, DefaultBodyMemory), 0)
+	return auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(boundBodies(h, bodies))
+}
+
+// boundBodies reads the body of an authenticated request before next handles it: within
+// bodyTimeout, and reserving its bytes in bodies as they arrive (held until the request is
+// answered), so that an agent cannot make the server hold bodies without bound.
+func boundBodies(next http.Handler, bodies *membudget.Budget) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.Body == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyTimeout))
+		share := bodies.Share(r.RemoteAddr)
+		body, held, err := membudget.ReadAll(http.MaxBytesReader(w, r.Body, maxBody), maxBody, share)
+		defer share.Release(held)
+		var refused *membudget.RefusedError
+		var tooLarge *http.MaxBytesError
+		switch {
+		case errors.As(err, &refused):
+			status, msg := http.StatusServiceUnavailable, "the server holds as many MCP requests as it takes at once: send this one again shortly"
+			if refused.Refusal == membudget.Address {
+				status, msg = http.StatusTooManyRequests, "the server holds as many MCP requests from your address as it takes from one address at once: send this one again when your others have been answered"
+			}
+			w.Header().Set("Retry-After", "5")
+			http.Error(w, msg, status)
+			return
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			http.Error(w, "the request's body did not arrive in time", http.StatusRequestTimeout)
+			return
+		case errors.As(err, &tooLarge):
+			http.Error(w, fmt.Sprintf("the request's body exceeds %d bytes", maxBody), http.StatusRequestEntityTooLarge)
+			return
+		case err != nil:
+			http.Error(w, "reading the request's body: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		next.ServeHTTP(w, r)
+	})
 }
 
 // remoteHost is the request's client address without the port.

@@ -2,7 +2,9 @@ package mcp_test
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,6 +20,7 @@ import (
 	"atelier/host/auth"
 	"atelier/host/gateway"
 	"atelier/host/kernel"
+	"atelier/host/mcp"
 	"atelier/host/runtime"
 	"atelier/host/store"
 	"atelier/sdk/guesttest"
@@ -33,6 +36,7 @@ var ctx = context.Background()
 // server is a kernel on a real bbolt file behind the real gateway.
 type server struct {
 	http *httptest.Server
+	k    *kernel.Kernel
 }
 
 func startServer(t *testing.T) *server {
@@ -46,7 +50,7 @@ func startServer(t *testing.T) *server {
 		t.Fatal(err)
 	}
 	k := kernel.New(kernel.Config{Runtime: rt, Store: db, Limits: runtime.Limits{Timeout: 5 * time.Second}, Password: auth.TestParams, Version: "test"})
-	s := &server{http: httptest.NewServer(gateway.New(gateway.Config{Kernel: k}))}
+	s := &server{http: httptest.NewServer(gateway.New(gateway.Config{Kernel: k})), k: k}
 	t.Cleanup(func() {
 		s.http.CloseClientConnections()
 		s.http.Close()
@@ -318,5 +322,60 @@ func TestMCPKeepsNoSession(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `result: 2`) {
 		t.Fatalf("a tool call without initialize: %s %s, want the snippet's result", resp.Status, body)
+	}
+}
+
+// TestMCPBodiesAreBounded: the bodies an agent's requests hold at once are bounded by its
+// address's share of the endpoint's body memory (here 256 KiB of 1 MiB): while a request
+// holds it with a body that never ends, the address's next request is answered 429 with
+// Retry-After; once that request is gone a tool call is answered again.
+func TestMCPBodiesAreBounded(t *testing.T) {
+	s := startServer(t)
+	_, agentToken, _, _ := fixture(t, s)
+	hs := httptest.NewServer(mcp.New(mcp.Config{Kernel: s.k, BodyMemory: 1 << 20}))
+	defer hs.Close()
+	slow, err := net.Dial("tcp", hs.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	fmt.Fprintf(slow, "POST / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n", agentToken, 1<<20)
+	if _, err := slow.Write(make([]byte, 200<<10)); err != nil {
+		t.Fatal(err)
+	}
+	call := func() (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, hs.URL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"export default async function () { return 40 + 2; }"}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := (&http.Client{Transport: bearer{agentToken}}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("Retry-After") + " " + string(body)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		status, out := call()
+		if status == http.StatusTooManyRequests && strings.HasPrefix(out, "5 ") && strings.Contains(out, "from your address") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a tool call while a body holds the address's share: %d %.200s, want 429 with Retry-After", status, out)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	slow.Close()
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		status, out := call()
+		if status == http.StatusOK && strings.Contains(out, "result: 42") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a tool call after the slow body ended: %d %.200s, want its result", status, out)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
