@@ -31,6 +31,7 @@ type overseer struct {
 
 	lastUsed atomic.Int64   // unix nanoseconds
 	writers  sync.WaitGroup // audit lines being committed off the loop
+	trimming atomic.Bool    // a trim goroutine runs (trim)
 
 	mu      sync.RWMutex // guards everything below
 	meta    store.Workspace
@@ -169,7 +170,7 @@ func (ov *overseer) evictIdle() bool {
 			if ov.takeIdleLocked(a) {
 				idle = append(idle, a)
 			}
-		case since >= ov.k.cfg.GadgetTrim && a.trimmed.Load() != used && a.loaded() && a.tryLock():
+		case since >= ov.k.cfg.GadgetTrim && a.trimmed.Load() != used && a.loaded():
 			trim = append(trim, a)
 		}
 	}
@@ -178,10 +179,28 @@ func (ov *overseer) evictIdle() bool {
 	for _, a := range idle {
 		a.closeLocked()
 	}
-	for _, a := range trim {
-		a.trimLocked()
+	if len(trim) > 0 && ov.trimming.CompareAndSwap(false, true) {
+		go ov.trim(trim)
 	}
 	return empty && now.Sub(time.Unix(0, ov.lastUsed.Load())) >= ov.k.cfg.WorkspaceIdle
+}
+
+// trim trims actors one at a time, each while it holds that actor's turn, off the overseer's
+// goroutine: a Go instance takes 0.2-0.8 ms, and neither the workspace's operations nor the
+// calls of the other actors wait for it. An actor that is busy, or was called since, is left
+// for a later tick.
+func (ov *overseer) trim(actors []*actor) {
+	defer ov.trimming.Store(false)
+	for _, a := range actors {
+		if !a.tryLock() {
+			continue
+		}
+		if used := a.lastUsed.Load(); a.trimmed.Load() == used || time.Since(time.Unix(0, used)) < ov.k.cfg.GadgetTrim {
+			a.unlock()
+			continue
+		}
+		a.trimLocked()
+	}
 }
 
 // takeIdleLocked unregisters a when it is idle: loaded, no call running, its last commit
