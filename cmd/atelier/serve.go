@@ -89,6 +89,8 @@ Examples:
 			fs.IntVar(&o.hookBurst, "hook-burst", 20, "webhook requests each hook takes at once before --hook-rate applies")
 			fs.IntVar(&o.maxSessionsPerAddress, "max-sessions-per-address", gateway.DefaultMaxSessionsPerAddress, "Cap'n Web WebSocket sessions one client address (an IPv6 address by its /64) may hold open at once; more are answered 429")
 			fs.IntVar(&o.maxSessions, "max-sessions", gateway.DefaultMaxSessions, "Cap'n Web WebSocket sessions the server holds open at once; more are answered 503")
+			fs.IntVar(&o.maxConnsPerAddress, "max-connections-per-address", gateway.DefaultMaxConnectionsPerAddress, "HTTP connections one client address (an IPv6 address by its /64; not a --trusted-proxies address) may hold open at once; more are closed on arrival")
+			fs.IntVar(&o.maxConns, "max-connections", 0, "HTTP connections the server holds open at once; more are closed on arrival (default: the file descriptor limit less 1,024)")
 			fs.StringVar(&o.trustedProxy.Header, "trusted-proxy-header", "", "behind a reverse proxy: the header holding the client's address (e.g. X-Forwarded-For), trusted from --trusted-proxies only (default: none, the connection's address counts)")
 			fs.Func("trusted-proxies", "comma-separated addresses or CIDR prefixes of the reverse proxies whose --trusted-proxy-header counts (default: loopback)", func(v string) error {
 				for _, p := range strings.Split(v, ",") {
@@ -169,6 +171,8 @@ type serveOptions struct {
 	trustedProxy              gateway.TrustedProxy
 	maxSessionsPerAddress     int
 	maxSessions               int
+	maxConnsPerAddress        int
+	maxConns                  int
 	retention                 store.Retention
 	quotas                    quota.Limits
 	modelAllowAddrs           []string
@@ -302,7 +306,9 @@ func serve(ctx context.Context, o serveOptions) error {
 		MaxSessionsPerAddress: o.maxSessionsPerAddress, MaxSessions: o.maxSessions})
 	// An idle keep-alive connection is closed after IdleTimeout (without it, never: a stranger
 	// could hold any number of them); WebSocket sessions have their own keepalive.
-	srv := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	// So is the number of open connections, per address and in all (file descriptors).
+	conns := gateway.NewConnLimits(gateway.ConnLimitsConfig{PerAddress: o.maxConnsPerAddress, Total: o.maxConns, TrustedProxy: o.trustedProxy, Metrics: reg})
+	srv := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ConnState: conns.ConnState}
 	fmt.Fprintf(std.out, "%s\nserving http://%s (Cap'n Web: ws://%s/api, batch: http://%s/api/batch)\ndata: %s\n",
 		versionString(), ln.Addr(), ln.Addr(), ln.Addr(), o.data)
 	if member != nil {
