@@ -82,6 +82,7 @@ func refuseBatch(w http.ResponseWriter, refused membudget.Refusal) {
 		status, err = http.StatusTooManyRequests, errAddressBatchMemory
 	}
 	w.Header().Set("Retry-After", "5")
+	w.Header().Set("Connection", "close") // else net/http reads the rest of the body before it answers
 	http.Error(w, err.Error(), status)
 }
 

@@ -41,6 +41,11 @@ func serveHook(k *kernel.Kernel) gin.HandlerFunc {
 		if d.Status == http.StatusUnauthorized {
 			w.Header().Set("WWW-Authenticate", `Signature realm="atelier-hooks"`)
 		}
+		if d.Status != http.StatusOK {
+			// A refusal may leave the body unread: closing the connection keeps the server
+			// from reading the rest before it answers (net/http would, to keep it alive).
+			w.Header().Set("Connection", "close")
+		}
 		out := map[string]any{"ok": d.Status == http.StatusOK}
 		if d.Status != http.StatusOK {
 			out["error"] = d.Message

@@ -122,6 +122,7 @@ func boundBodies(next http.Handler, bodies *membudget.Budget) http.Handler {
 				status, msg = http.StatusTooManyRequests, "the server holds as many MCP requests from your address as it takes from one address at once: send this one again when your others have been answered"
 			}
 			w.Header().Set("Retry-After", "5")
+			w.Header().Set("Connection", "close") // else net/http reads the rest of the body before it answers
 			http.Error(w, msg, status)
 			return
 		case errors.Is(err, os.ErrDeadlineExceeded):

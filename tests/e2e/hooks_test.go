@@ -278,9 +278,10 @@ func TestHookFiresFromTheServiceAndSurvivesRestart(t *testing.T) {
 }
 
 // TestHookSlowSendersAreBounded: requests to a hook's URL that never finish their body hold
-// at most a quarter of the server's places for deliveries per address (16 of 64): the next
-// request from that address is answered 429 with Retry-After, and each slow one 408 once its
-// body is 10 s late; then the address's signed requests are delivered again.
+// at most a quarter of the server's places for deliveries per address (16 of 64): of 17 such
+// requests one is answered 429 with Retry-After at once, and so is a signed request while the
+// 16 wait; each slow one is answered 408 once its body is 10 s late, and then the address's
+// signed requests are delivered again.
 func TestHookSlowSendersAreBounded(t *testing.T) {
 	svc := notessvc.Start(t)
 	h := startHookServer(t, svc)
@@ -289,38 +290,53 @@ func TestHookSlowSendersAreBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var slow []net.Conn
-	for range 16 {
+	// The hook answers once it is in the server's index (an unknown id is answered at once,
+	// without reading the body).
+	deadline := time.Now().Add(10 * time.Second)
+	for status, out, _ := notessvc.Post(t, hk.URL, notessvc.NoteEvent(1, "before"), hk.Secret, time.Now()); status != http.StatusOK; status, out, _ = notessvc.Post(t, hk.URL, notessvc.NoteEvent(1, "before"), hk.Secret, time.Now()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("a signed request before the slow ones: %d %v, want 200", status, out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The slow requests reach the handler in their own order: whichever comes 17th is refused.
+	type answer struct {
+		status     int
+		retryAfter string
+		err        error
+	}
+	answers := make(chan answer, 17)
+	for range 17 {
 		c, err := net.Dial("tcp", u.Host)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer c.Close()
 		fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"note\":", u.Path, u.Host)
-		slow = append(slow, c)
+		go func() {
+			_ = c.SetReadDeadline(time.Now().Add(time.Minute))
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				answers <- answer{err: err}
+				return
+			}
+			resp.Body.Close()
+			answers <- answer{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After")}
+		}()
 	}
-	// The slow requests reach the handler in their own time: the address is refused once
-	// all 16 hold their places.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		status, out, hdr := notessvc.Post(t, hk.URL, notessvc.NoteEvent(1, "while slow"), hk.Secret, time.Now())
-		if status == http.StatusTooManyRequests && hdr.Get("Retry-After") != "" && strings.Contains(fmt.Sprint(out["error"]), "from your address in flight") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("a signed request while 16 slow ones of its address wait: %d %v, want 429 naming the deliveries in flight", status, out)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if a := <-answers; a.status != http.StatusTooManyRequests || a.retryAfter == "" {
+		t.Fatalf("the first answer to 17 slow requests of one address: %+v, want 429 with Retry-After", a)
 	}
-	for i, c := range slow {
-		_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
-		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-		if err != nil || resp.StatusCode != http.StatusRequestTimeout {
-			t.Fatalf("slow request %d: %v %v, want 408 once its body is late", i, resp, err)
-		}
-		resp.Body.Close()
+	status, out, hdr := notessvc.Post(t, hk.URL, notessvc.NoteEvent(2, "while slow"), hk.Secret, time.Now())
+	if status != http.StatusTooManyRequests || hdr.Get("Retry-After") == "" || !strings.Contains(fmt.Sprint(out["error"]), "from your address in flight") {
+		t.Fatalf("a signed request while 16 slow ones of its address wait: %d %v, want 429 naming the deliveries in flight", status, out)
 	}
-	if status, out, _ := notessvc.Post(t, hk.URL, notessvc.NoteEvent(2, "after"), hk.Secret, time.Now()); status != http.StatusOK {
+	for i := range 16 {
+		if a := <-answers; a.status != http.StatusRequestTimeout {
+			t.Fatalf("slow request %d: %+v, want 408 once its body is late", i, a)
+		}
+	}
+	if status, out, _ := notessvc.Post(t, hk.URL, notessvc.NoteEvent(3, "after"), hk.Secret, time.Now()); status != http.StatusOK {
 		t.Fatalf("a signed request after the slow ones ended: %d %v, want 200", status, out)
 	}
 }
