@@ -1,9 +1,9 @@
 // Package mcp serves Atelier's Code Mode to AI agents over the Model Context Protocol
 // (streamable HTTP, github.com/modelcontextprotocol/go-sdk), statelessly: the server keeps no
 // MCP session, so an agent cannot make it hold anything between requests. Every request
-// carries an agent token (Authorization: Bearer atl_...); the tools act as that agent, within the scope its
-// owner gave it, and every tool call is in the workspace's audit log naming the agent and its
-// owner:
+// carries an agent token (Authorization: Bearer atl_...); the tools act as that agent, within
+// the scope its owner gave it, and every tool call is in the workspace's audit log naming the
+// agent and its owner:
 //
 //   - list_bindings {workspace?}: the gadgets the agent's snippets can call, as env.NAME
 //   - describe_binding {name, workspace?}: TypeScript declarations of one binding
