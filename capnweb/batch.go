@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -35,26 +34,12 @@ func (srv *Server) ServeBatch(w http.ResponseWriter, r *http.Request) {
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	// The body must arrive within the batch's time, so that a slowly sent one cannot hold
-	// its reservation (and the connection) for ever.
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
 	batches, _ := srv.budget()
 	budget := batches.Share(r.RemoteAddr)
-	body, held, err := membudget.ReadAll(http.MaxBytesReader(w, r.Body, int64(lim.MaxMessageSize)), lim.MaxMessageSize, budget)
+	body, held, ok := membudget.ReadBody(w, r, lim.MaxMessageSize, timeout, budget, "batch requests")
 	defer budget.Release(held)
-	var refused *membudget.RefusedError
-	switch {
-	case errors.As(err, &refused):
+	if !ok {
 		disposeMain(opts.Main)
-		refuseBatch(w, refused.Refusal)
-		return
-	case err != nil:
-		disposeMain(opts.Main)
-		status := http.StatusRequestEntityTooLarge
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			status = http.StatusRequestTimeout
-		}
-		http.Error(w, err.Error(), status)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
@@ -63,7 +48,7 @@ func (srv *Server) ServeBatch(w http.ResponseWriter, r *http.Request) {
 	out, answers, answersRefused := runBatch(ctx, body, opts, budget)
 	defer budget.Release(answers)
 	if answersRefused != membudget.Fits {
-		refuseBatch(w, answersRefused)
+		membudget.Refuse(w, answersRefused, "batch requests")
 		return
 	}
 	if origin := r.Header.Get("Origin"); origin != "" {
@@ -73,26 +58,6 @@ func (srv *Server) ServeBatch(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain;charset=UTF-8")
 	_, _ = w.Write(out)
 }
-
-// refuseBatch answers a batch whose body or answers did not fit in the server's BatchMemory
-// (503) or its client's share (429), with Retry-After.
-func refuseBatch(w http.ResponseWriter, refused membudget.Refusal) {
-	status, err := http.StatusServiceUnavailable, errBatchMemory
-	if refused == membudget.Address {
-		status, err = http.StatusTooManyRequests, errAddressBatchMemory
-	}
-	w.Header().Set("Retry-After", "5")
-	w.Header().Set("Connection", "close") // else net/http reads the rest of the body before it answers
-	http.Error(w, err.Error(), status)
-}
-
-// errBatchMemory refuses a batch whose body or answers would take what batches hold past
-// Server.BatchMemory.
-var errBatchMemory = errors.New("the server holds as many batch requests as it takes at once: send this one again shortly")
-
-// errAddressBatchMemory refuses a batch whose body or answers would take what the batches of
-// its client network hold past Server.BatchMemoryPerAddress.
-var errAddressBatchMemory = errors.New("the server holds as many batch requests from your address as it takes from one address at once: send this one again when your others have been answered")
 
 // runBatch feeds the lines of body to a fresh session and returns its output joined by "\n"
 // and the bytes of answers it reserved in budget, which the caller releases once it is done

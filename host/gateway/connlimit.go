@@ -38,25 +38,24 @@ type ConnLimitsConfig struct {
 // bound is closed as soon as it is accepted. A connection upgraded to a WebSocket leaves the
 // count; the gateway's session limits (Config.MaxSessionsPerAddress) bound those.
 type ConnLimits struct {
-	perAddress, total int
-	trusted           TrustedProxy
-	refused           *prometheus.CounterVec
+	places  *membudget.Budget // one place per open connection
+	trusted TrustedProxy
+	refused *prometheus.CounterVec
 
 	mu   sync.Mutex
-	open map[net.Conn]netip.Prefix // the connections counted, by what they count under
-	by   map[netip.Prefix]int
+	open map[net.Conn]*membudget.Share // the connections counted, by the share holding their place
 }
 
 // NewConnLimits returns the limits of cfg.
 func NewConnLimits(cfg ConnLimitsConfig) *ConnLimits {
-	l := &ConnLimits{perAddress: cfg.PerAddress, total: cfg.Total, trusted: cfg.TrustedProxy,
-		open: map[net.Conn]netip.Prefix{}, by: map[netip.Prefix]int{}}
-	if l.perAddress <= 0 {
-		l.perAddress = DefaultMaxConnectionsPerAddress
+	perAddress, total := cfg.PerAddress, cfg.Total
+	if perAddress <= 0 {
+		perAddress = DefaultMaxConnectionsPerAddress
 	}
-	if l.total <= 0 {
-		l.total = defaultTotalConnections()
+	if total <= 0 {
+		total = defaultTotalConnections()
 	}
+	l := &ConnLimits{places: membudget.New(int64(total), int64(perAddress)), trusted: cfg.TrustedProxy, open: map[net.Conn]*membudget.Share{}}
 	if l.trusted.Header != "" && l.trusted.Proxies == nil {
 		l.trusted.Proxies = loopback
 	}
@@ -88,36 +87,31 @@ func (l *ConnLimits) ConnState(c net.Conn, state http.ConnState) {
 		}
 	case http.StateHijacked, http.StateClosed:
 		l.mu.Lock()
-		defer l.mu.Unlock()
-		key, ok := l.open[c]
-		if !ok {
-			return
-		}
+		share, ok := l.open[c]
 		delete(l.open, c)
-		if l.by[key]--; l.by[key] <= 0 {
-			delete(l.by, key)
+		l.mu.Unlock()
+		if ok {
+			share.Release(1)
 		}
 	}
 }
 
-// admit counts c, or returns the limit it is past ("address" or "server").
+// admit takes c's place, or returns the limit it is past ("address" or "server").
 func (l *ConnLimits) admit(c net.Conn) (limit string) {
-	key := membudget.ClientNetwork(c.RemoteAddr().String())
-	bounded := true
+	share := l.places.Share(c.RemoteAddr().String())
 	if l.trusted.Header != "" {
 		if ap, err := netip.ParseAddrPort(c.RemoteAddr().String()); err == nil && l.trusted.trusts(ap.Addr()) {
-			bounded = false
+			share = l.places.SharedShare()
 		}
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	switch {
-	case len(l.open) >= l.total:
+	switch share.Reserve(1) {
+	case membudget.Server:
 		return "server"
-	case bounded && l.by[key] >= l.perAddress:
+	case membudget.Address:
 		return "address"
 	}
-	l.open[c] = key
-	l.by[key]++
+	l.mu.Lock()
+	l.open[c] = share
+	l.mu.Unlock()
 	return ""
 }

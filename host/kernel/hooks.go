@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -19,6 +18,7 @@ import (
 	"atelier/host/gatekeeper"
 	"atelier/host/runtime/wit"
 	"atelier/host/store"
+	"atelier/internal/membudget"
 )
 
 // Hooks (docs/api.md, "Hooks") let a gatekeeper call a gadget back. A gadget registers a hook
@@ -68,16 +68,14 @@ type HookInfo struct {
 // hookState is the kernel's state of hooks: the URL base, the inbound limits, and the poll and
 // notify loops (hookloops.go).
 type hookState struct {
-	mu   sync.Mutex // guards base, fromInflight, watches and polling
+	mu   sync.Mutex // guards base, watches and polling
 	base string     // the URL base when Config.PublicURL is empty (SetHookBase)
 	// rate limits each hook's inbound deliveries; refusals its requests that fail the
-	// signature check, per sending address (hookRefusals); inflight bounds deliveries
-	// server-wide, and fromInflight counts them per sending network (under mu), each of which
-	// may hold at most a quarter of inflight (so that one sender's slow bodies cannot take
-	// every delivery's place).
+	// signature check, per sending address (hookRefusals); inflight bounds the deliveries
+	// handled at once, server-wide and per sending network (a quarter of them, so that one
+	// sender's slow bodies cannot take every delivery's place).
 	rate, refusals *auth.Rate
-	inflight       chan struct{}
-	fromInflight   map[netip.Prefix]int
+	inflight       *membudget.Budget
 	// watches are the notify hooks watched on this node; polling the poll hooks being polled.
 	watches map[string]*hookWatch
 	polling map[string]bool
@@ -96,8 +94,8 @@ func newHookState(cfg Config) hookState {
 	every := time.Duration(float64(time.Second) / cfg.HookRate)
 	return hookState{rate: auth.NewRate(auth.RateConfig{Every: max(every, time.Microsecond), Burst: cfg.HookBurst}, cfg.Now),
 		refusals: auth.NewRate(hookRefusals, cfg.Now),
-		inflight: make(chan struct{}, cfg.HookInflight), fromInflight: map[netip.Prefix]int{},
-		watches: map[string]*hookWatch{}, polling: map[string]bool{}, ctx: ctx, cancel: cancel}
+		inflight: membudget.New(int64(cfg.HookInflight), int64(max(1, cfg.HookInflight/4))),
+		watches:  map[string]*hookWatch{}, polling: map[string]bool{}, ctx: ctx, cancel: cancel}
 }
 
 // SetHookBase sets the URL base of hook URLs ("http://127.0.0.1:8080") used when

@@ -79,29 +79,16 @@ func (k *Kernel) DeliverHook(ctx context.Context, id, from string, header http.H
 // the server's HookInflight are taken, 429 when from's network (membudget.ClientNetwork) holds
 // its quarter of them. release gives the place back.
 func (h *hookState) admit(from string) (release func(), refused HookDelivery) {
-	select {
-	case h.inflight <- struct{}{}:
-	default:
+	share := h.inflight.Share(from)
+	switch share.Reserve(1) {
+	case membudget.Server:
 		return nil, delivery(http.StatusServiceUnavailable, "too many webhook deliveries in flight; retry later")
-	}
-	key := membudget.ClientNetwork(from)
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.fromInflight[key] >= max(1, cap(h.inflight)/4) {
-		<-h.inflight
+	case membudget.Address:
 		d := delivery(http.StatusTooManyRequests, "too many webhook deliveries from your address in flight; retry when they are answered")
 		d.RetryAfter = time.Second
 		return nil, d
 	}
-	h.fromInflight[key]++
-	return func() {
-		h.mu.Lock()
-		if h.fromInflight[key]--; h.fromInflight[key] == 0 {
-			delete(h.fromInflight, key)
-		}
-		h.mu.Unlock()
-		<-h.inflight
-	}, HookDelivery{}
+	return func() { share.Release(1) }, HookDelivery{}
 }
 
 // deliverBody reads body (at most MaxHookBody) and delivers it with deliverAt.

@@ -29,7 +29,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -109,30 +108,10 @@ func boundBodies(next http.Handler, bodies *membudget.Budget) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyTimeout))
 		share := bodies.Share(r.RemoteAddr)
-		body, held, err := membudget.ReadAll(http.MaxBytesReader(w, r.Body, maxBody), maxBody, share)
+		body, held, ok := membudget.ReadBody(w, r, maxBody, bodyTimeout, share, "MCP requests")
 		defer share.Release(held)
-		var refused *membudget.RefusedError
-		var tooLarge *http.MaxBytesError
-		switch {
-		case errors.As(err, &refused):
-			status, msg := http.StatusServiceUnavailable, "the server holds as many MCP requests as it takes at once: send this one again shortly"
-			if refused.Refusal == membudget.Address {
-				status, msg = http.StatusTooManyRequests, "the server holds as many MCP requests from your address as it takes from one address at once: send this one again when your others have been answered"
-			}
-			w.Header().Set("Retry-After", "5")
-			w.Header().Set("Connection", "close") // else net/http reads the rest of the body before it answers
-			http.Error(w, msg, status)
-			return
-		case errors.Is(err, os.ErrDeadlineExceeded):
-			http.Error(w, "the request's body did not arrive in time", http.StatusRequestTimeout)
-			return
-		case errors.As(err, &tooLarge):
-			http.Error(w, fmt.Sprintf("the request's body exceeds %d bytes", maxBody), http.StatusRequestEntityTooLarge)
-			return
-		case err != nil:
-			http.Error(w, "reading the request's body: "+err.Error(), http.StatusBadRequest)
+		if !ok {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))

@@ -1,7 +1,7 @@
-// Package membudget bounds the memory that requests of many clients hold at once: a Budget
-// has a limit in all and a share per client network (ClientNetwork), so that no single client
-// can take all of it from the others. Bytes are reserved as they arrive (ReadAll), never
-// from what a client announces.
+// Package membudget bounds what requests of many clients hold at once (bytes of memory, or
+// places for work): a Budget has a limit in all and a share per client network
+// (ClientNetwork), so that no single client can take all of it from the others. Bytes are
+// reserved as they arrive (ReadAll, ReadBody), never from what a client announces.
 package membudget
 
 import (
@@ -31,14 +31,19 @@ func New(limit, perAddress int64) *Budget {
 
 // Share is one client's use of a Budget. A nil Share takes everything.
 type Share struct {
-	b   *Budget
-	key netip.Prefix
+	b     *Budget
+	key   netip.Prefix
+	inAll bool // bounded by the limit in all only (SharedShare)
 }
 
 // Share returns the share of b of the client at remoteAddr (an http.Request's RemoteAddr).
 func (b *Budget) Share(remoteAddr string) *Share {
 	return &Share{b: b, key: ClientNetwork(remoteAddr)}
 }
+
+// SharedShare returns a share of b bounded by its limit in all only, for an address that many
+// clients share (a trusted reverse proxy's).
+func (b *Budget) SharedShare() *Share { return &Share{b: b, inAll: true} }
 
 // Refusal says why a reservation did not fit.
 type Refusal int
@@ -62,11 +67,13 @@ func (s *Share) Reserve(n int64) Refusal {
 	switch {
 	case b.used+n > b.limit:
 		return Server
-	case b.byAddress[s.key]+n > b.perAddress:
+	case !s.inAll && b.byAddress[s.key]+n > b.perAddress:
 		return Address
 	}
 	b.used += n
-	b.byAddress[s.key] += n
+	if !s.inAll {
+		b.byAddress[s.key] += n
+	}
 	return Fits
 }
 
@@ -79,6 +86,9 @@ func (s *Share) Release(n int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.used -= n
+	if s.inAll {
+		return
+	}
 	if b.byAddress[s.key] -= n; b.byAddress[s.key] <= 0 {
 		delete(b.byAddress, s.key)
 	}

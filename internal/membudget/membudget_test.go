@@ -36,6 +36,15 @@ func TestShares(t *testing.T) {
 	if none.Reserve(1<<40) != Fits {
 		t.Fatal("a nil share refused")
 	}
+	// A shared share (a proxy's) is bounded by the limit in all only.
+	p := New(100, 10).SharedShare()
+	if p.Reserve(60) != Fits || p.Reserve(41) != Server {
+		t.Fatal("a shared share: want 60 to fit past the share of 10, and 41 more refused by the limit")
+	}
+	p.Release(60)
+	if p.b.used != 0 || len(p.b.byAddress) != 0 {
+		t.Fatalf("after its release the budget holds %d bytes, %d addresses", p.b.used, len(p.b.byAddress))
+	}
 }
 
 // TestReadAll: a body is reserved as it arrives; one past the share fails with a
