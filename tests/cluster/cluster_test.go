@@ -107,31 +107,50 @@ type client struct {
 
 func dial(t testing.TB, url, token string) *client {
 	t.Helper()
+	c, err := tryDial(url, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.s.Close() })
+	return c
+}
+
+// tryDial is dial for a goroutine other than the test's: it returns the error, and the caller
+// closes c.s.
+func tryDial(url, token string) (*client, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	s, err := capnweb.DialWebSocket(ctx, url, capnweb.Options{})
 	if err != nil {
-		t.Fatalf("dial %s: %v", url, err)
+		return nil, fmt.Errorf("dial %s: %w", url, err)
 	}
-	t.Cleanup(func() { s.Close() })
 	api, err := capnweb.AwaitAs[*capnweb.Stub](ctx, s.Main().Call(ctx, "authenticate", token))
 	if err != nil {
-		t.Fatalf("authenticate at %s: %v", url, err)
+		s.Close()
+		return nil, fmt.Errorf("authenticate at %s: %w", url, err)
 	}
-	return &client{s: s, api: api}
+	return &client{s: s, api: api}, nil
 }
 
 // openTodo opens the workspace and connects to its to-do gadget.
 func (c *client) openTodo(t testing.TB, ws string) {
 	t.Helper()
+	if err := c.tryOpenTodo(ws); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tryOpenTodo is openTodo for a goroutine other than the test's: it returns the error.
+func (c *client) tryOpenTodo(ws string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	w := c.api.Call(ctx, "openWorkspace", ws)
 	conn, err := capnweb.AwaitAs[*capnweb.Stub](ctx, w.Call(ctx, "gadget", "todo").Call(ctx, "connect"))
 	if err != nil {
-		t.Fatalf("open workspace %s and connect to todo: %v", ws, err)
+		return fmt.Errorf("open workspace %s and connect to todo: %w", ws, err)
 	}
 	c.todo = conn
+	return nil
 }
 
 // add adds an item and reports the error, if any.
@@ -551,9 +570,17 @@ func TestPausedOwnerIsFenced(t *testing.T) {
 	}
 	// A client of the paused node: its call waits in the socket and runs after SIGCONT.
 	late := make(chan error, 1)
-	go func() {
-		old := dial(t, tc.nodes[0].URL, token)
-		old.openTodo(t, ws)
+	go func() { // not the test's goroutine: it must not stop the test, and must always answer
+		old, err := tryDial(tc.nodes[0].URL, token)
+		if err != nil {
+			late <- err
+			return
+		}
+		defer old.s.Close()
+		if err := old.tryOpenTodo(ws); err != nil {
+			late <- err
+			return
+		}
 		late <- old.add("late-via-n1")
 	}()
 	time.Sleep(200 * time.Millisecond)
